@@ -1,0 +1,1 @@
+"""cartotheca.api: the HTTP layer; thin routes over the domain."""

@@ -1,0 +1,94 @@
+"""cartotheca.api.app: create_app(settings) puts routers, middleware, handlers and state together."""
+
+from __future__ import annotations
+
+import re
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from cartotheca import __version__
+from cartotheca.api.deps import AppState
+from cartotheca.api.errors import add_exception_handlers
+from cartotheca.catalogue import accounts
+from cartotheca.catalogue.auth import InternalGroups
+from cartotheca.db.migrate import upgrade
+from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.settings import Settings, get_settings
+
+SLASH_OPTIONAL = ("/api/v2/", "/o/", "/api/o/")
+
+
+class TrailingSlash:
+    """Serve every API path with or without its trailing slash, never redirecting.
+
+    A redirect turns a client's POST into a GET and drops DELETE bodies (requests, Qt), so
+    the path is normalised before routing instead. A ``.json`` format suffix is dropped too.
+    """
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            if path.startswith(SLASH_OPTIONAL) or path in ("/api/v2", "/o", "/upload/final/"):
+                if path.endswith(".json") and path.startswith("/api/v2/"):
+                    path = path[: -len(".json")]
+                if len(path) > 1 and path.endswith("/"):
+                    path = path.rstrip("/")
+                if path != scope["path"]:
+                    scope = dict(scope, path=path, raw_path=path.encode())
+        await self.app(scope, receive, send)
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings)
+    if migrate:
+        upgrade(engine)
+    sessions = make_sessionmaker(engine)
+    with sessions() as session:
+        accounts.bootstrap(session, settings)
+        anonymous_id, registered_id = accounts.internal_group_ids(session, settings)
+        session.commit()
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="Cartotheca",
+        version=__version__,
+        description="Geospatial catalogue and publishing service (GeoNode REST API v2).",
+        openapi_url="/api/v2/openapi.json",
+        docs_url="/api/v2/docs",
+        redoc_url=None,
+        lifespan=lifespan,
+        redirect_slashes=False,
+    )
+    app.state.cartotheca = AppState(
+        settings=settings,
+        engine=engine,
+        sessions=sessions,
+        groups=InternalGroups(anonymous_id, registered_id),
+        exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
+    )
+    add_exception_handlers(app)
+    include_routers(app)
+    app.add_middleware(TrailingSlash)
+    return app
+
+
+def include_routers(app: FastAPI) -> None:
+    from cartotheca.api.routes import auth, discovery, groups, reference, resources, users
+
+    for module in (discovery, resources, users, groups, reference, auth):
+        app.include_router(module.router)
+
+
+def app_factory() -> FastAPI:
+    """Entry point for uvicorn's ``--factory`` (each worker process builds its own app)."""
+    return create_app(get_settings(), migrate=False)

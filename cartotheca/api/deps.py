@@ -1,0 +1,158 @@
+"""cartotheca.api.deps: request dependencies (database session, principal, settings, body)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import parse_qsl
+
+import orjson
+from fastapi import Depends, Request
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from cartotheca.catalogue import auth
+from cartotheca.catalogue.auth import InternalGroups, Principal
+from cartotheca.catalogue.resources import ListContext
+from cartotheca.errors import (
+    AuthenticationFailed,
+    NotAuthenticated,
+    ParseError,
+    PermissionDenied,
+    UnsupportedMediaType,
+)
+from cartotheca.settings import Settings
+
+SESSION_COOKIE = "cartotheca_session"
+CSRF_COOKIE = "csrftoken"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    groups: InternalGroups
+    exempt: list[re.Pattern[str]]
+
+
+def app_state(request: Request) -> AppState:
+    return request.app.state.cartotheca
+
+
+def get_settings(request: Request) -> Settings:
+    return app_state(request).settings
+
+
+def get_db(request: Request) -> Iterator[Session]:
+    session = app_state(request).sessions()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def get_principal(request: Request, db: Annotated[Session, Depends(get_db)]) -> Principal:
+    """Basic, Bearer (header or ``access_token`` parameter) or the session cookie."""
+    cached = getattr(request.state, "principal", None)
+    if cached is not None:
+        return cached
+    state = app_state(request)
+    principal = _identify(request, db, state)
+    if principal.user is None and state.settings.LOCKDOWN_GEONODE:
+        path = request.url.path
+        if not any(p.match(path) for p in state.exempt):
+            raise NotAuthenticated()
+    request.state.principal = principal
+    return principal
+
+
+def _identify(request: Request, db: Session, state: AppState) -> Principal:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    scheme = scheme.lower()
+    if scheme == "basic":
+        user = auth.user_from_basic(db, value)
+        return auth.principal_for(db, user, state.groups, "basic")
+    token = value if scheme == "bearer" else request.query_params.get("access_token")
+    if header and scheme not in ("basic", "bearer"):
+        raise AuthenticationFailed("Unsupported authorization scheme.")
+    if token:
+        user, scopes = auth.user_from_bearer(db, token)
+        if user is not None:
+            return auth.principal_for(db, user, state.groups, "bearer", scopes)
+        return auth.anonymous(state.groups)
+    key = request.cookies.get(SESSION_COOKIE)
+    if key:
+        user, web = auth.user_from_session(db, key)
+        if user is not None and web is not None:
+            if request.method not in SAFE_METHODS:
+                sent = request.headers.get("x-csrftoken") or request.headers.get("x-csrf-token")
+                if not sent or sent != web.csrf_token:
+                    raise PermissionDenied("CSRF Failed: CSRF token missing or incorrect.")
+            return auth.principal_for(db, user, state.groups, "session")
+    return auth.anonymous(state.groups)
+
+
+def require_user(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+    if principal.user is None:
+        raise NotAuthenticated()
+    return principal
+
+
+def require_staff(principal: Annotated[Principal, Depends(require_user)]) -> Principal:
+    if not principal.is_staff:
+        raise PermissionDenied()
+    return principal
+
+
+async def read_body(request: Request) -> Any:
+    """JSON, form-encoded or multipart bodies, as GeoNode's parsers accept them."""
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    if content_type in ("", "application/json", "text/json") or content_type.endswith("+json"):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("Form data is not valid UTF-8") from None
+        return _form_values(parse_qsl(text, keep_blank_values=True))
+    if content_type == "multipart/form-data":
+        form = await request.form()
+        return _form_values(form.multi_items())
+    raise UnsupportedMediaType(f'Unsupported media type "{content_type}" in request.')
+
+
+def _form_values(items) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key in out:
+            existing = out[key]
+            out[key] = existing + [value] if isinstance(existing, list) else [existing, value]
+        else:
+            out[key] = value
+    return out
+
+
+def list_context(request: Request, db: Session, principal: Principal) -> ListContext:
+    items = request.query_params.multi_items()
+    params: dict[str, list[str]] = {}
+    for key, value in items:
+        params.setdefault(key, []).append(value)
+    return ListContext(db, principal, app_state(request).settings, params, items)
+
+
+DbDep = Annotated[Session, Depends(get_db)]
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+UserDep = Annotated[Principal, Depends(require_user)]
+StaffDep = Annotated[Principal, Depends(require_staff)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]

@@ -1,0 +1,99 @@
+"""cartotheca.api.errors: the one table from domain exceptions to status codes and GeoNode bodies.
+
+Every error body is ``{"success": false, "errors": [...], "code": ...}``; 404s add
+``"detail": "Not found."`` so clients reading either GeoNode form work. 401s carry a Basic
+challenge (GeoNode 5.x).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from cartotheca import errors
+from cartotheca.api.responses import JSON
+
+log = logging.getLogger("cartotheca.api")
+
+STATUS = {
+    errors.ParseError: 400,
+    errors.InvalidQuery: 400,
+    errors.InvalidInput: 400,
+    errors.LimitExceeded: 400,
+    errors.NotAuthenticated: 401,
+    errors.AuthenticationFailed: 401,
+    errors.PermissionDenied: 403,
+    errors.NotFound: 404,
+    errors.MethodNotAllowed: 405,
+    errors.Conflict: 409,
+    errors.UnsupportedMediaType: 415,
+}
+
+HTTP_CODES = {
+    400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
+    405: "method_not_allowed", 406: "not_acceptable", 413: "request_entity_too_large",
+    415: "unsupported_media_type", 429: "throttled",
+}
+
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="api"'}
+
+
+def status_of(exc: errors.CartothecaError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def error_body(status: int, messages: list[str], code: str) -> dict:
+    body = {"success": False, "errors": messages, "code": code}
+    if status == 404:
+        body["detail"] = messages[0] if messages and messages[0] != "Invalid page." else "Not found."
+        if messages and messages[0] == "Invalid page.":
+            body["detail"] = "Invalid page."
+    return body
+
+
+def error_response(status: int, messages: list[str], code: str) -> JSON:
+    headers = CHALLENGE if status == 401 else None
+    return JSON(error_body(status, messages, code), status_code=status, headers=headers)
+
+
+async def _domain(_: Request, exc: errors.CartothecaError) -> JSON:
+    return error_response(status_of(exc), exc.messages, exc.code)
+
+
+async def _validation(_: Request, exc: RequestValidationError) -> JSON:
+    messages = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path"))
+        messages.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+    return error_response(400, messages or ["Invalid input."], "invalid")
+
+
+async def _http(_: Request, exc: StarletteHTTPException) -> JSON:
+    status = exc.status_code
+    message = exc.detail if isinstance(exc.detail, str) else "Error"
+    if status == 404:
+        message = "Not found."
+    elif status == 405:
+        message = "Method not allowed."
+    response = error_response(status, [message], HTTP_CODES.get(status, "error"))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSON:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(500, ["A server error occurred."], "error")
+
+
+def add_exception_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(errors.CartothecaError, _domain)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,1 @@
+"""cartotheca.api.routes: one module per resource family."""

@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.auth."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

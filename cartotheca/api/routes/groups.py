@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.groups."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

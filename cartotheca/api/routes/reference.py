@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.reference."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

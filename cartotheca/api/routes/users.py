@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.users."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

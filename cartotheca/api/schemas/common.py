@@ -1,0 +1,51 @@
+"""cartotheca.api.schemas.common: the GeoNode list envelope, links and value formats."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from starlette.datastructures import URL
+from starlette.requests import Request
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    """GeoNode's datetime form: UTC, microseconds, ``Z`` suffix."""
+    if value is None:
+        return None
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def page_link(request: Request, page: int | None) -> str | None:
+    """The same request URL with ``page`` replaced; page 1 drops the parameter (DRF)."""
+    if page is None:
+        return None
+    url: URL = request.url
+    items = [(k, v) for k, v in request.query_params.multi_items() if k != "page"]
+    if page > 1:
+        items.append(("page", str(page)))
+    items.sort(key=lambda kv: kv[0])
+    return str(url.replace(query="")) .rstrip("?") + ("?" + _encode(items) if items else "")
+
+
+def _encode(items: list[tuple[str, str]]) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode(items)
+
+
+def envelope(request: Request, key: str, items: list[Any], *, total: int, page: int,
+             page_size: int | None) -> dict[str, Any]:
+    last = 1 if not page_size else max(1, -(-total // page_size))
+    return {
+        "links": {
+            "next": page_link(request, page + 1) if page < last else None,
+            "previous": page_link(request, page - 1) if page > 1 else None,
+        },
+        "total": total,
+        "page": page,
+        "page_size": page_size if page_size is not None else total,
+        key: items,
+    }

@@ -1,0 +1,1 @@
+"""cartotheca.catalogue: resources, the query language, permissions, accounts."""

@@ -1,0 +1,231 @@
+"""cartotheca.catalogue.auth: password hashing, tokens, and who is asking (the Principal)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from cartotheca.db.base import utcnow
+from cartotheca.db.models import AccessToken, Group, GroupMember, User, WebSession
+from cartotheca.errors import AuthenticationFailed
+
+_hasher = PasswordHasher()
+
+
+def hash_password(password: str) -> str:
+    return _hasher.hash(password)
+
+
+def check_password(stored: str | None, password: str) -> bool:
+    if not stored:
+        return False
+    try:
+        return _hasher.verify(stored, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class VerifiedCredentials:
+    """Remembers recently verified Basic credentials for a short time.
+
+    Clients such as geonodectl send Basic credentials on every request; a memory-hard hash
+    per request would cost tens of milliseconds each. The cache key is an HMAC of the
+    password, and an entry is only valid while the stored hash is unchanged, so a password
+    change or reset takes effect at once.
+    """
+
+    def __init__(self, ttl: float = 300.0, size: int = 4096):
+        self.ttl, self.size = ttl, size
+        self._key = secrets.token_bytes(32)
+        self._entries: dict[tuple[int, str, str], float] = {}
+        self._lock = threading.Lock()
+
+    def _mac(self, password: str) -> str:
+        return hmac.new(self._key, password.encode(), hashlib.sha256).hexdigest()
+
+    def known(self, user: User, password: str) -> bool:
+        key = (user.id, user.password or "", self._mac(password))
+        with self._lock:
+            stamp = self._entries.get(key)
+        return stamp is not None and time.monotonic() - stamp < self.ttl
+
+    def remember(self, user: User, password: str) -> None:
+        key = (user.id, user.password or "", self._mac(password))
+        with self._lock:
+            if len(self._entries) >= self.size:
+                self._entries.clear()
+            self._entries[key] = time.monotonic()
+
+
+CREDENTIALS = VerifiedCredentials()
+
+
+@dataclass(frozen=True)
+class InternalGroups:
+    anonymous_id: int
+    registered_id: int
+
+
+@dataclass
+class Principal:
+    """The requester, resolved once per request."""
+
+    user: User | None
+    group_ids: frozenset[int]
+    managed_group_ids: frozenset[int] = field(default_factory=frozenset)
+    member_group_ids: frozenset[int] = field(default_factory=frozenset)
+    scopes: frozenset[str] = field(default_factory=frozenset)
+    via: str = "anonymous"  # anonymous | basic | bearer | session
+
+    @property
+    def is_authenticated(self) -> bool:
+        return self.user is not None
+
+    @property
+    def id(self) -> int | None:
+        return self.user.id if self.user else None
+
+    @property
+    def is_superuser(self) -> bool:
+        return bool(self.user and self.user.is_superuser and self.user.is_active)
+
+    @property
+    def is_staff(self) -> bool:
+        return bool(self.user and (self.user.is_staff or self.user.is_superuser))
+
+    @property
+    def username(self) -> str | None:
+        return self.user.username if self.user else None
+
+
+def anonymous(groups: InternalGroups) -> Principal:
+    return Principal(None, frozenset({groups.anonymous_id}))
+
+
+def principal_for(session: Session, user: User, groups: InternalGroups, via: str,
+                  scopes: frozenset[str] = frozenset()) -> Principal:
+    rows = session.execute(
+        select(GroupMember.group_id, GroupMember.role).where(GroupMember.user_id == user.id)
+    ).all()
+    member = frozenset(gid for gid, _ in rows)
+    managed = frozenset(gid for gid, role in rows if role == "manager")
+    return Principal(
+        user,
+        member | {groups.anonymous_id, groups.registered_id},
+        managed_group_ids=managed,
+        member_group_ids=member,
+        scopes=scopes,
+        via=via,
+    )
+
+
+def load_internal_groups(session: Session, anonymous_name: str, registered_name: str) -> InternalGroups:
+    ids = dict(
+        session.execute(
+            select(Group.name, Group.id).where(Group.name.in_([anonymous_name, registered_name]))
+        ).all()
+    )
+    return InternalGroups(ids[anonymous_name], ids[registered_name])
+
+
+def user_from_basic(session: Session, header_value: str) -> User:
+    try:
+        decoded = base64.b64decode(header_value.strip(), validate=True).decode("utf-8")
+        username, sep, password = decoded.partition(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
+    if not sep:
+        raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        check_password(_DUMMY_HASH, password)  # same cost whether or not the user exists
+        raise AuthenticationFailed()
+    if not CREDENTIALS.known(user, password):
+        if not check_password(user.password, password):
+            raise AuthenticationFailed()
+        CREDENTIALS.remember(user, password)
+    if not user.is_active:
+        raise AuthenticationFailed("User inactive or deleted.")
+    return user
+
+
+_DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
+
+
+def user_from_bearer(session: Session, token: str) -> tuple[User | None, frozenset[str]]:
+    """An unknown or expired token is not an error by itself: the request is anonymous."""
+    row = session.execute(
+        select(AccessToken, User)
+        .join(User, User.id == AccessToken.user_id)
+        .where(AccessToken.token_hash == digest(token.strip()))
+    ).first()
+    if row is None:
+        return None, frozenset()
+    access, user = row
+    if access.expires <= utcnow() or not user.is_active:
+        return None, frozenset()
+    return user, frozenset(access.scope.split())
+
+
+def user_from_session(session: Session, key: str) -> tuple[User | None, WebSession | None]:
+    row = session.execute(
+        select(WebSession, User)
+        .join(User, User.id == WebSession.user_id)
+        .where(WebSession.key_hash == digest(key))
+    ).first()
+    if row is None:
+        return None, None
+    web, user = row
+    if web.expires <= utcnow() or not user.is_active:
+        return None, None
+    return user, web
+
+
+def issue_token(session: Session, user: User | None, *, application_id: int | None, scope: str,
+                lifetime: int, with_refresh: bool = True) -> tuple[str, str | None, AccessToken]:
+    token = new_token()
+    refresh = new_token() if with_refresh else None
+    row = AccessToken(
+        token_hash=digest(token),
+        refresh_hash=digest(refresh) if refresh else None,
+        user_id=user.id if user else None,
+        application_id=application_id,
+        scope=scope,
+        expires=utcnow() + dt.timedelta(seconds=lifetime),
+    )
+    session.add(row)
+    session.flush()
+    return token, refresh, row
+
+
+def open_web_session(session: Session, user: User, lifetime: int) -> tuple[str, WebSession]:
+    key = new_token()
+    web = WebSession(
+        key_hash=digest(key),
+        user_id=user.id,
+        csrf_token=secrets.token_hex(16),
+        expires=utcnow() + dt.timedelta(seconds=lifetime),
+    )
+    session.add(web)
+    session.flush()
+    return key, web

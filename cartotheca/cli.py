@@ -1,0 +1,108 @@
+"""cartotheca.cli: serve, migrate, createsuperuser; thin wrappers over the modules they call."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from cartotheca import __version__
+from cartotheca.settings import Settings, get_settings
+
+
+def _settings() -> Settings:
+    return get_settings()
+
+
+@click.group()
+@click.version_option(__version__, prog_name="cartotheca")
+def main() -> None:
+    """Cartotheca: a geospatial catalogue speaking the GeoNode REST API v2."""
+
+
+@main.command()
+@click.option("--host", default=None, help="address to bind (CARTOTHECA_HOST, default 127.0.0.1)")
+@click.option("--port", default=None, type=int, help="port (CARTOTHECA_PORT, default 8000)")
+@click.option("--workers", default=None, type=int, help="server processes (CARTOTHECA_WORKERS)")
+def serve(host: str | None, port: int | None, workers: int | None) -> None:
+    """Migrate the database, create the first administrator if needed, and serve."""
+    import uvicorn
+
+    settings = _settings()
+    _prepare(settings)
+    uvicorn.run(
+        "cartotheca.api.app:app_factory",
+        factory=True,
+        host=host or settings.HOST,
+        port=port or settings.PORT,
+        workers=workers or settings.WORKERS,
+        proxy_headers=True,
+        log_level=os.environ.get("CARTOTHECA_LOG_LEVEL", "info"),
+    )
+
+
+def _prepare(settings: Settings) -> None:
+    from cartotheca.catalogue import accounts
+    from cartotheca.db.migrate import upgrade
+    from cartotheca.db.session import make_engine, make_sessionmaker
+
+    engine = make_engine(settings)
+    upgrade(engine)
+    with make_sessionmaker(engine)() as session:
+        result = accounts.bootstrap(session, settings)
+        session.commit()
+    engine.dispose()
+    if result.admin_created:
+        click.echo(f"Created administrator '{result.username}'.")
+        if result.generated_password:
+            click.echo(f"Its password (shown once): {result.generated_password}")
+    click.echo(f"Data directory: {settings.DATA_DIR.resolve()}")
+
+
+@main.command()
+def migrate() -> None:
+    """Bring the database schema up to date (and seed reference data)."""
+    _prepare(_settings())
+    click.echo("Database is up to date.")
+
+
+@main.command()
+@click.option("--username", required=False)
+@click.option("--email", default="")
+@click.option("--password", default=None, help="or CARTOTHECA_SUPERUSER_PASSWORD")
+@click.option("--noinput", "--no-input", "noinput", is_flag=True, help="never prompt")
+def createsuperuser(username: str | None, email: str, password: str | None, noinput: bool) -> None:
+    """Create an administrator account."""
+    from cartotheca.catalogue import accounts
+    from cartotheca.db.migrate import upgrade
+    from cartotheca.db.session import make_engine, make_sessionmaker
+    from cartotheca.errors import CartothecaError
+
+    password = password or os.environ.get("CARTOTHECA_SUPERUSER_PASSWORD")
+    if not username:
+        if noinput:
+            raise click.UsageError("--username is required with --noinput")
+        username = click.prompt("Username")
+    if not password:
+        if noinput:
+            raise click.UsageError("a password is required with --noinput "
+                                   "(--password or CARTOTHECA_SUPERUSER_PASSWORD)")
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    settings = _settings()
+    engine = make_engine(settings)
+    upgrade(engine)
+    with make_sessionmaker(engine)() as session:
+        try:
+            accounts.bootstrap(session, settings, create_admin=False)
+            accounts.create_user(session, username=username, password=password, email=email,
+                                 is_staff=True, is_superuser=True)
+        except CartothecaError as exc:
+            click.echo(f"Error: {exc.message}", err=True)
+            sys.exit(1)
+        session.commit()
+    click.echo(f"Superuser '{username}' created.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""cartotheca.db: models, engine and migrations."""

@@ -1,0 +1,44 @@
+"""cartotheca.db.session: engine and session factory from the settings; no model knowledge."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from cartotheca.settings import Settings
+
+
+def make_engine(settings: Settings) -> Engine:
+    url = settings.database_url
+    if url.startswith("sqlite"):
+        settings.ensure_data_dir()
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=16,
+            max_overflow=16,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:
+    cur = dbapi_conn.cursor()
+    # WAL lets readers run beside one writer; several server processes share the file.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    # The query language's contains/startswith/endswith are case sensitive (GeoNode on
+    # PostgreSQL); SQLite's LIKE is not unless told so.
+    cur.execute("PRAGMA case_sensitive_like=ON")
+    cur.execute("PRAGMA cache_size=-65536")
+    cur.execute("PRAGMA mmap_size=268435456")
+    cur.close()
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)

@@ -1,0 +1,90 @@
+"""cartotheca.errors: the domain exception family; no HTTP here.
+
+    CartothecaError                 base; carries a message and a GeoNode error code
+    ├── InvalidInput                400  invalid            (bad body, bad value)
+    │   ├── InvalidQuery            400  invalid            (filter{}, sort[], extent, page_size ...)
+    │   └── ParseError              400  parse_error        (malformed JSON, malformed query key)
+    ├── NotAuthenticated            401  not_authenticated  (credentials needed)
+    ├── AuthenticationFailed        401  authentication_failed
+    ├── PermissionDenied            403  permission_denied
+    ├── NotFound                    404  not_found
+    ├── MethodNotAllowed            405  method_not_allowed
+    ├── UnsupportedMediaType        415  unsupported_media_type
+    ├── Conflict                    409  conflict
+    └── LimitExceeded               400  (code given by the raiser)
+
+``api/errors.py`` maps each class to its status and the wire body in one table.
+"""
+
+from __future__ import annotations
+
+
+class CartothecaError(Exception):
+    code = "error"
+
+    def __init__(self, message: str = "", *, code: str | None = None, extra: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.extra = extra or []
+
+    @property
+    def messages(self) -> list[str]:
+        return [self.message, *self.extra]
+
+
+class InvalidInput(CartothecaError):
+    code = "invalid"
+
+
+class InvalidQuery(InvalidInput):
+    code = "invalid"
+
+
+class ParseError(InvalidInput):
+    code = "parse_error"
+
+
+class NotAuthenticated(CartothecaError):
+    code = "not_authenticated"
+
+    def __init__(self, message: str = "Authentication credentials were not provided.", **kw):
+        super().__init__(message, **kw)
+
+
+class AuthenticationFailed(CartothecaError):
+    code = "authentication_failed"
+
+    def __init__(self, message: str = "Invalid username/password.", **kw):
+        super().__init__(message, **kw)
+
+
+class PermissionDenied(CartothecaError):
+    code = "permission_denied"
+
+    def __init__(self, message: str = "You do not have permission to perform this action.", **kw):
+        super().__init__(message, **kw)
+
+
+class NotFound(CartothecaError):
+    code = "not_found"
+
+    def __init__(self, message: str = "Not found.", **kw):
+        super().__init__(message, **kw)
+
+
+class MethodNotAllowed(CartothecaError):
+    code = "method_not_allowed"
+
+
+class UnsupportedMediaType(CartothecaError):
+    code = "unsupported_media_type"
+
+
+class Conflict(CartothecaError):
+    code = "conflict"
+
+
+class LimitExceeded(CartothecaError):
+    code = "limit_exceeded"

@@ -1,0 +1,142 @@
+"""cartotheca.settings: one typed settings object, every spec setting under its spec name.
+
+Each setting is read from ``CARTOTHECA_<NAME>`` in the environment, or from the settings file
+named by ``CARTOTHECA_SETTINGS_FILE`` (``NAME=value`` lines, dotenv style). List values are JSON.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_AUTH_EXEMPT_URLS = [
+    r"^/o/.*",
+    r"^/account/.*",
+    r"^/static/.*",
+    r"^/api/o/.*",
+    r"^/api/roles",
+    r"^/api/adminRole",
+    r"^/api/users",
+    r"^/api/datasets",
+    r"^/monitoring",
+    r"^/i18n/setlang/",
+]
+
+DEFAULT_DOCUMENT_TYPES = [
+    "doc", "docx", "xls", "xlsx", "pdf", "zip", "jpg", "jpeg", "tif", "tiff", "png", "gif", "txt",
+]
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Spec settings keep the spec's names and defaults."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CARTOTHECA_",
+        env_file=os.environ.get("CARTOTHECA_SETTINGS_FILE") or None,
+        extra="ignore",
+        case_sensitive=True,
+    )
+
+    # Storage and database
+    DATA_DIR: Path = Path("./cartotheca-data")
+    DATABASE_URL: str | None = None  # default: sqlite file under DATA_DIR
+    SITEURL: str = "http://127.0.0.1:8000/"
+    SECRET_KEY: str | None = None  # default: generated once and kept under DATA_DIR
+
+    # First administrator (created on first start when no superuser exists)
+    ADMIN_USER: str = "admin"
+    ADMIN_PASSWORD: str | None = None
+    ADMIN_EMAIL: str = "admin@localhost"
+
+    # Paging (spec §8 and compat section 0)
+    API_LIMIT_PER_PAGE: int = 20
+    DEFAULT_SEARCH_SIZE: int = 10
+    API_MAX_PAGE_SIZE: int = 1000
+
+    # Publishing and accounts (spec §3.3, §5, §8)
+    RESOURCE_PUBLISHING: bool = True
+    ADMIN_MODERATE_UPLOADS: bool = False
+    ACCOUNT_OPEN_SIGNUP: bool = True
+    ACCOUNT_APPROVAL_REQUIRED: bool = False
+    ACCOUNT_EMAIL_REQUIRED: bool = False
+    LOCKDOWN_GEONODE: bool = False
+    AUTH_EXEMPT_URLS: list[str] = Field(default_factory=lambda: list(DEFAULT_AUTH_EXEMPT_URLS))
+    REGISTERED_MEMBERS_GROUP_NAME: str = "registered-members"
+    ANONYMOUS_GROUP_NAME: str = "anonymous"
+    USER_DELETION_RULES: list[str] = Field(
+        default_factory=lambda: ["cartotheca.catalogue.accounts.rule_user_owns_no_resources"]
+    )
+    DEFAULT_ANONYMOUS_VIEW_PERMISSION: bool = True
+    DEFAULT_ANONYMOUS_DOWNLOAD_PERMISSION: bool = True
+    ACCESS_TOKEN_EXPIRE_SECONDS: int = 36000
+    SESSION_COOKIE_AGE: int = 1209600
+
+    # Bulk updates (spec §4.1)
+    ENABLE_BULK_UPDATE: bool = False
+    ENABLE_PATCH_ALL: bool = False
+
+    # Documents, proxy, map server (spec §8)
+    ALLOWED_DOCUMENT_TYPES: list[str] = Field(default_factory=lambda: list(DEFAULT_DOCUMENT_TYPES))
+    MAX_DOCUMENT_SIZE: int = 2
+    TIMEOUT: int = 10
+    PROXY_ALLOWED_HOSTS: list[str] = Field(default_factory=list)
+    PROXY_URL: str = "/proxy/?url="
+
+    # Events (spec §6)
+    CHAT_ENABLED: bool = False
+    CHAT_WEBHOOK_URLS: list[str] = Field(default_factory=list)
+    PINAX_NOTIFICATIONS_BACKENDS: list[str] = Field(default_factory=lambda: ["email"])
+    PINAX_NOTIFICATIONS_QUEUE_ALL: bool = False
+
+    # Server
+    HOST: str = "127.0.0.1"
+    PORT: int = 8000
+    WORKERS: int = 1
+
+    @field_validator("SITEURL")
+    @classmethod
+    def _siteurl_ends_with_slash(cls, value: str) -> str:
+        return value if value.endswith("/") else value + "/"
+
+    @property
+    def site_base(self) -> str:
+        """SITEURL without the trailing slash, for joining absolute paths."""
+        return self.SITEURL.rstrip("/")
+
+    @property
+    def database_url(self) -> str:
+        if self.DATABASE_URL:
+            return self.DATABASE_URL
+        return f"sqlite:///{(self.DATA_DIR / 'cartotheca.sqlite3').resolve()}"
+
+    def ensure_data_dir(self) -> Path:
+        self.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        return self.DATA_DIR
+
+    @property
+    def secret_key(self) -> str:
+        """The signing key; generated on first use and kept in the data directory."""
+        if self.SECRET_KEY:
+            return self.SECRET_KEY
+        path = self.ensure_data_dir() / "secret_key"
+        if not path.exists():
+            import secrets
+
+            path.write_text(secrets.token_urlsafe(48))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def settings_with(**overrides: Any) -> Settings:
+    """A Settings object from the environment with some values replaced (tests, CLI flags)."""
+    return Settings(**overrides)
