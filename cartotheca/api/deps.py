@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from cartotheca.catalogue import auth
+from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
 from cartotheca.catalogue.resources import ListContext
 from cartotheca.errors import (
@@ -122,10 +122,11 @@ async def read_body(request: Request) -> Any:
             raise ParseError(f"JSON parse error - {exc}") from None
     if content_type == "application/x-www-form-urlencoded":
         try:
-            text = raw.decode("utf-8")
+            # strict: a percent-escaped invalid byte must not become U+FFFD silently
+            pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
         except UnicodeDecodeError:
             raise ParseError("Form data is not valid UTF-8") from None
-        return _form_values(parse_qsl(text, keep_blank_values=True))
+        return _form_values(pairs)
     if content_type == "multipart/form-data":
         form = await request.form()
         return _form_values(form.multi_items())
@@ -144,6 +145,7 @@ def _form_values(items) -> dict[str, Any]:
 
 
 def list_context(request: Request, db: Session, principal: Principal) -> ListContext:
+    query.check_utf8(request.scope.get("query_string", b""))
     items = request.query_params.multi_items()
     params: dict[str, list[str]] = {}
     for key, value in items:

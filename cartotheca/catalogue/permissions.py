@@ -75,10 +75,14 @@ def has_grant(principal: Principal, codename: str) -> ColumnElement[bool]:
     )
 
 
-def visible_to(principal: Principal, settings: Settings, *, advertised: str | None = None
-               ) -> ColumnElement[bool]:
-    """The rows ``principal`` may see in lists: view permission, publication and approval rules."""
-    advertised_clause = _advertised(principal, advertised)
+def visible_to(principal: Principal, settings: Settings, *, advertised: str | None = None,
+               check_advertised: bool = True) -> ColumnElement[bool]:
+    """The rows ``principal`` may see in lists: view permission, publication and approval rules.
+
+    ``check_advertised=False`` is for detail lookups: an unadvertised record is only kept out of
+    lists, its own URL still answers.
+    """
+    advertised_clause = _advertised(principal, advertised) if check_advertised else true()
     if principal.is_superuser:
         return advertised_clause
     owner = Resource.owner_id == principal.id if principal.id is not None else None
@@ -104,7 +108,7 @@ def _moderated(flag, principal: Principal, owner) -> ColumnElement[bool]:
 
 def _advertised(principal: Principal, advertised: str | None) -> ColumnElement[bool]:
     value = (advertised or "").strip().lower()
-    if value == "all":
+    if value == "all" and principal.is_superuser:
         return true()
     if value in ("true", "1"):
         return Resource.advertised.is_(True)
@@ -113,6 +117,8 @@ def _advertised(principal: Principal, advertised: str | None) -> ColumnElement[b
             return Resource.advertised.is_(False)
         owner = Resource.owner_id == principal.id if principal.id is not None else None
         return and_(Resource.advertised.is_(False), owner if owner is not None else true())
+    # "all" and unrecognised values fall back to the default (GeoNode's AdvertisedFilter): the
+    # public never lists unadvertised records, a user lists their own.
     if principal.is_superuser:
         return true()
     if principal.id is None:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from sqlalchemy import ColumnElement, Select, and_, false, func, not_, or_, true
 
@@ -101,7 +102,10 @@ def convert(raw: str, kind: type, param: str) -> Any:
         if kind is bool:
             return to_bool(raw)
         if kind is int:
-            return int(raw.strip())
+            value = int(raw.strip())
+            if not -2**63 <= value < 2**63:  # beyond BIGINT the driver raises, not the database
+                raise ValueError(raw)
+            return value
         if kind is float:
             value = float(raw.strip())
             if not math.isfinite(value):
@@ -375,6 +379,22 @@ def parse_page(params: Mapping[str, list[str]], *, default_size: int, search_siz
     if number < 1:
         raise InvalidQuery(f"Invalid value for page: {raw_page}")
     return Page(number, size, size)
+
+
+def check_utf8(raw_query: bytes) -> None:
+    """Reject a query string whose percent-escapes are not UTF-8.
+
+    Starlette decodes such bytes to U+FFFD, which would silently filter on a different value
+    than the client sent; the parameter is named so the client can find it.
+    """
+    for pair in raw_query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        for part in (key, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                name = unquote_to_bytes(key).decode("utf-8", "replace")
+                raise InvalidQuery(f"Invalid UTF-8 in query parameter: {name}") from None
 
 
 def query_lists(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

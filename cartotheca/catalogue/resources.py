@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, delete, func, or_, select
+from sqlalchemy import ColumnElement, Select, and_, column, delete, func, or_, select, table
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from cartotheca.catalogue import permissions as perms
@@ -141,6 +141,10 @@ RESOURCE_FIELDS = FieldMap(
     tiebreak=Resource.id,
 )
 
+# The SQLite R*Tree kept in step with resources by triggers (migration 0001).
+RTREE = table("resources_extent", column("id"), column("minx"), column("maxx"), column("miny"),
+              column("maxy"))
+
 LOAD_OPTIONS = (
     joinedload(Resource.owner),
     joinedload(Resource.category),
@@ -232,13 +236,11 @@ def extent_clause(session: Session, boxes) -> ColumnElement[bool]:
     parts = []
     for minx, miny, maxx, maxy in boxes:
         if dialect == "sqlite":
-            from sqlalchemy import text
-
+            # Columns of the R*Tree (not text()) so each box gets its own bound parameters.
+            rtree = RTREE.c
             parts.append(Resource.id.in_(
-                select(text("id")).select_from(text("resources_extent")).where(
-                    text("minx <= :maxx AND maxx >= :minx AND miny <= :maxy AND maxy >= :miny")
-                    .bindparams(minx=minx, miny=miny, maxx=maxx, maxy=maxy)
-                )
+                select(rtree.id).where(rtree.minx <= maxx, rtree.maxx >= minx,
+                                       rtree.miny <= maxy, rtree.maxy >= miny)
             ))
         else:
             box = func.box(func.point(Resource.ll_minx, Resource.ll_miny),
@@ -303,7 +305,7 @@ def ensure_visible(session: Session, principal: Principal, settings: Settings,
         raise PermissionDenied()
     visible = session.scalar(
         select(Resource.id).where(Resource.id == resource.id,
-                                  perms.visible_to(principal, settings, advertised="all"))
+                                  perms.visible_to(principal, settings, check_advertised=False))
     )
     if visible is None:
         raise NotFound()
@@ -319,6 +321,7 @@ def require(session: Session, principal: Principal, resource: Resource, codename
 # ---------------------------------------------------------------------------------------
 # writes
 
+TO_ONE = ("category", "license", "group", "restriction_code_type", "spatial_representation_type")
 READ_ONLY = frozenset({
     "pk", "id", "uuid", "polymorphic_ctype_id", "bbox_polygon", "ll_bbox_polygon", "perms",
     "links", "link", "detail_url", "embed_url", "thumbnail_url", "download_url", "download_urls",
@@ -517,11 +520,17 @@ class Writer:
             if user is None:
                 raise InvalidInput(f"{role}: unknown user {ident or item.get('username')}")
             users.append(user)
+        # Keep the rows of users already in the role: the unit of work inserts before it deletes,
+        # so a fresh row for the same (resource, role, user) would break the unique constraint.
+        existing = {c.user_id: c for c in resource.contacts if c.role == role}
         resource.contacts = [c for c in resource.contacts if c.role != role] + [
-            ContactRole(role=role, user_id=u.id, user=u) for u in dict.fromkeys(users)
+            existing.get(u.id) or ContactRole(role=role, user_id=u.id, user=u)
+            for u in dict.fromkeys(users)
         ]
 
     def _set_extent(self, resource: Resource, value: Any) -> None:
+        if self.current is not None and self.current.get("extent") == value:
+            return  # an echo of the record just read, as clients PUT back what they GET
         if resource.resource_type in ("dataset", "map"):
             raise InvalidInput("extent: this field is read-only for this resource type",
                                code="invalid_resource_exception")
@@ -625,6 +634,9 @@ def patch_resource(session: Session, principal: Principal, settings: Settings,
     require(session, principal, resource, perms.CHANGE_METADATA)
     Writer(session, principal, settings, current).apply(resource, data)
     session.flush()
+    # The writer sets foreign keys; sessions keep objects after commit, so the loaded related
+    # objects would still show the old category/license until expired here.
+    session.expire(resource, TO_ONE)
     return resource
 
 

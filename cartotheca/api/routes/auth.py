@@ -1,5 +1,83 @@
-"""cartotheca.api.routes.auth."""
+"""cartotheca.api.routes.auth: OAuth2 token endpoints, OIDC userinfo, and cookie sessions."""
 
-from fastapi import APIRouter
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from cartotheca.api.deps import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    DbDep,
+    PrincipalDep,
+    SettingsDep,
+    read_body,
+)
+from cartotheca.api.responses import JSON
+from cartotheca.api.schemas.users import user_record
+from cartotheca.catalogue import accounts, oauth
+
+BodyDep = Annotated[Any, Depends(read_body)]
 
 router = APIRouter()
+
+
+async def _oauth_call(request: Request, db, settings, handler) -> Response:
+    body = (await request.body()).decode("utf-8", errors="replace")
+    headers, text, status = handler(db, settings, str(request.url), body, dict(request.headers))
+    db.commit()
+    return Response(text or None, status_code=status, headers=headers,
+                    media_type="application/json")
+
+
+@router.post("/o/token", tags=["auth"], summary="OAuth2 token (password, client_credentials)")
+async def token(request: Request, db: DbDep, settings: SettingsDep) -> Response:
+    return await _oauth_call(request, db, settings, oauth.token_response)
+
+
+@router.post("/o/revoke_token", tags=["auth"], summary="Revoke an access or refresh token")
+async def revoke_token(request: Request, db: DbDep, settings: SettingsDep) -> Response:
+    return await _oauth_call(request, db, settings, oauth.revocation_response)
+
+
+@router.api_route("/o/userinfo", methods=["GET", "POST"], tags=["auth"],
+                  summary="OIDC claims of the authenticated user")
+def userinfo(db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
+    claims, status, headers = oauth.userinfo(db, settings, principal)
+    return JSON(claims, status_code=status, headers=headers)
+
+
+@router.post("/account/login", tags=["auth"], summary="Open a cookie session")
+def login(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
+    user, key, web = accounts.login(db, settings, body)
+    db.commit()
+    response = JSON({"user": user_record(user, None, settings.site_base, show_perms=True)})
+    secure = settings.SITEURL.startswith("https://")
+    age = settings.SESSION_COOKIE_AGE
+    response.set_cookie(SESSION_COOKIE, key, max_age=age, httponly=True, samesite="lax",
+                        secure=secure, path="/")
+    # Readable by the pages' scripts, which echo it in X-CSRFToken on unsafe requests.
+    response.set_cookie(CSRF_COOKIE, web.csrf_token, max_age=age, httponly=False,
+                        samesite="lax", secure=secure, path="/")
+    return response
+
+
+@router.post("/account/logout", tags=["auth"], summary="Close the cookie session")
+def logout(request: Request, db: DbDep, principal: PrincipalDep) -> JSON:
+    # PrincipalDep has already checked the CSRF token of a cookie session.
+    accounts.logout(db, request.cookies.get(SESSION_COOKIE))
+    db.commit()
+    response = JSON({"success": True})
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    response.delete_cookie(CSRF_COOKIE, path="/")
+    return response
+
+
+@router.post("/account/signup", status_code=201, tags=["auth"], summary="Sign up")
+def signup(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
+    user = accounts.signup(db, settings, body)
+    db.commit()
+    record = user_record(user, None, settings.site_base, show_perms=True)
+    return JSON({"user": record, "pending_approval": not user.is_active}, status_code=201)

@@ -338,3 +338,9 @@ def _query_update_values(body: Mapping[str, Any]) -> dict[str, Any]:
 
 router = APIRouter()
 router.include_router(ResourceRoutes("resources", "resources", "resource").router())
+# Typed collections over the same code path (geonodectl's dataset/documents commands use them).
+# Creation goes through uploads, so the plain POST is not offered here.
+router.include_router(ResourceRoutes("datasets", "datasets", "dataset", types=("dataset",),
+                                     can_create=False, can_delete=False).router())
+router.include_router(ResourceRoutes("documents", "documents", "document", types=("document",),
+                                     can_create=False).router())

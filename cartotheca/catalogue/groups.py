@@ -1,0 +1,209 @@
+"""cartotheca.catalogue.groups: group profiles, their visibility, members and managers.
+
+Only groups with a profile exist for the API; the internal anonymous and registered-members
+groups have none and so never appear.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, delete, or_, select
+from sqlalchemy.orm import Session, contains_eager
+
+from cartotheca.catalogue import query
+from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.query import Field, FieldMap
+from cartotheca.catalogue.reference import slugify
+from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
+from cartotheca.db.models import Group, GroupMember, GroupProfile, User
+from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+
+ACCESS = ("public", "public-invite", "private")
+OPEN_ACCESS = ("public", "public-invite")
+
+
+def _fields() -> dict[str, Field]:
+    out = {n: Field(getattr(GroupProfile, n)) for n in
+           ("title", "slug", "description", "email", "access", "logo")}
+    out["pk"] = out["id"] = Field(GroupProfile.id, kind=int, nullable=False)
+    out["group"] = out["group.pk"] = out["group.id"] = Field(GroupProfile.group_id, kind=int,
+                                                             nullable=False)
+    out["group.name"] = Field(Group.name, nullable=False)
+    out["created"] = Field(GroupProfile.created, kind=dt.datetime)
+    out["last_modified"] = Field(GroupProfile.last_modified, kind=dt.datetime)
+    return out
+
+
+GROUP_FIELDS = FieldMap(
+    fields=_fields(),
+    search_fields={"title": GroupProfile.title, "slug": GroupProfile.slug,
+                   "description": GroupProfile.description},
+    default_search_fields=("title", "slug", "description"),
+    default_sort=(GroupProfile.title.asc(),),
+    tiebreak=GroupProfile.id,
+)
+
+
+def visible_groups(principal: Principal) -> ColumnElement[bool] | None:
+    """Public and public-invite groups, plus private ones the requester belongs to."""
+    if principal.is_staff:
+        return None
+    options = [GroupProfile.access.in_(OPEN_ACCESS)]
+    if principal.member_group_ids:
+        options.append(GroupProfile.group_id.in_(sorted(principal.member_group_ids)))
+    return or_(*options)
+
+
+def _base(principal: Principal):
+    stmt = select(GroupProfile).join(GroupProfile.group).options(contains_eager(GroupProfile.group))
+    visible = visible_groups(principal)
+    return stmt.where(visible) if visible is not None else stmt
+
+
+def list_groups(ctx: ListContext) -> Listing:
+    clauses = query.compile_filters(ctx.items, GROUP_FIELDS)
+    searched = query.compile_search(ctx.params, GROUP_FIELDS)
+    if searched is not None:
+        clauses.append(searched)
+    stmt = query.apply_where(_base(ctx.principal), clauses)
+    order = query.compile_sort(ctx.params, GROUP_FIELDS)
+    rows, total, number, size = paginate(ctx.session, stmt, order, ctx)
+    return Listing(rows, total, number, size)
+
+
+def get_group(session: Session, principal: Principal, raw_id: Any) -> GroupProfile:
+    profile = session.scalars(_base(principal).where(GroupProfile.id == parse_id(raw_id))).first()
+    if profile is None:
+        raise NotFound()
+    return profile
+
+
+def profiles_by_ids(session: Session, ids: Sequence[int]) -> list[GroupProfile]:
+    stmt = select(GroupProfile).join(GroupProfile.group).options(contains_eager(GroupProfile.group))
+    found = {p.id: p for p in session.scalars(stmt.where(GroupProfile.id.in_(ids)))}
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise NotFound(f"Not found: {missing[0]}")
+    return [found[i] for i in ids]
+
+
+# ---------------------------------------------------------------------------------------
+# writes
+
+def _text(data: Mapping[str, Any], key: str, limit: int | None = None) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or "\x00" in value or (limit and len(value) > limit):
+        raise InvalidInput(f"{key}: enter a valid value.")
+    return value.strip()
+
+
+def _slug_list(data: Mapping[str, Any], key: str) -> list[str] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InvalidInput(f"{key}: expected a list of names.")
+    return list(dict.fromkeys(slugify(v) for v in value))
+
+
+def _apply(session: Session, profile: GroupProfile, data: Mapping[str, Any]) -> None:
+    title = _text(data, "title", 255)
+    if title is not None:
+        if not title:
+            raise InvalidInput("title: this field may not be blank.")
+        profile.title = title
+    raw_slug = _text(data, "slug", 255)
+    slug = slugify(raw_slug) if raw_slug else None
+    if slug is not None and slug != profile.slug:
+        taken = select(GroupProfile.id).where(GroupProfile.slug == slug)
+        if profile.id is not None:
+            taken = taken.where(GroupProfile.id != profile.id)
+        if session.scalar(taken) is not None:
+            raise InvalidInput("group profile with this slug already exists.")
+        profile.slug = slug
+    for key, limit in (("description", None), ("email", 254), ("logo", 1024)):
+        if key in data:
+            setattr(profile, key, _text(data, key, limit) or ("" if key == "description" else None))
+    access = data.get("access")
+    if access is not None:
+        if access not in ACCESS:
+            raise InvalidInput(f'access: "{access}" is not a valid choice.')
+        profile.access = access
+    for key in ("keywords", "categories"):
+        values = _slug_list(data, key)
+        if values is not None:
+            setattr(profile, key, values)
+
+
+def create_group(session: Session, principal: Principal, data: Any) -> GroupProfile:
+    """A group and its profile; the group's name is the profile's slug (staff only)."""
+    _require_staff(principal)
+    if not isinstance(data, Mapping):
+        raise InvalidInput("Invalid data. Expected a dictionary.")
+    title = _text(data, "title", 255)
+    if not title:
+        raise InvalidInput("title: this field is required.")
+    slug = slugify(_text(data, "slug", 255) or title)
+    if session.scalar(select(Group.id).where(Group.name == slug)) is not None:
+        raise InvalidInput("group profile with this slug already exists.")
+    # Built together so no relationship is lazily loaded while linking them.
+    profile = GroupProfile(title=title, slug="", description="", access="public",
+                           keywords=[], categories=[], group=Group(name=slug, internal=False))
+    _apply(session, profile, {**data, "title": title, "slug": slug})
+    session.add(profile)
+    session.flush()
+    return profile
+
+
+def update_group(session: Session, principal: Principal, profile: GroupProfile, data: Any,
+                 *, managers_may: bool) -> GroupProfile:
+    """PUT (staff) or PATCH (staff or a manager of this group)."""
+    if principal.id is None:
+        raise NotAuthenticated()
+    manager = profile.group_id in principal.managed_group_ids
+    if not (principal.is_staff or (managers_may and manager)):
+        raise PermissionDenied()
+    if not isinstance(data, Mapping):
+        raise InvalidInput("Invalid data. Expected a dictionary.")
+    if set(data) == {"group_profile"} and isinstance(data["group_profile"], Mapping):
+        data = data["group_profile"]
+    _apply(session, profile, data)
+    session.flush()
+    return profile
+
+
+def delete_groups(session: Session, principal: Principal, profiles: Sequence[GroupProfile]) -> None:
+    """Deleting the group removes its profile, memberships and grants (database cascades)."""
+    _require_staff(principal)
+    ids = [p.group_id for p in profiles]
+    for profile in profiles:
+        session.expunge(profile)
+    session.execute(delete(Group).where(Group.id.in_(ids)).execution_options(
+        synchronize_session=False))
+
+
+def _require_staff(principal: Principal) -> None:
+    if principal.id is None:
+        raise NotAuthenticated()
+    if not principal.is_staff:
+        raise PermissionDenied()
+
+
+def group_users(session: Session, principal: Principal, profile: GroupProfile,
+                *, managers_only: bool) -> list[User]:
+    """Members (managers included) or managers. Shown to staff and the group's managers only:
+    the user objects carry e-mail addresses."""
+    if principal.id is None:
+        raise NotAuthenticated()
+    if not principal.is_staff and profile.group_id not in principal.managed_group_ids:
+        raise PermissionDenied()
+    stmt = (select(User).join(GroupMember, GroupMember.user_id == User.id)
+            .where(GroupMember.group_id == profile.group_id).order_by(User.username, User.id))
+    if managers_only:
+        stmt = stmt.where(GroupMember.role == "manager")
+    return list(session.scalars(stmt))

@@ -1,0 +1,327 @@
+"""Writes on /api/v2/resources: create, update, delete (one and bulk), patch-all, favourites."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from cartotheca.db.models import Favorite, Resource
+from tests.conftest import basic
+from tests.factories import PASSWORD, make_resource, make_user
+
+ANA = basic("ana", PASSWORD)
+BOB = basic("bob", PASSWORD)
+
+
+@pytest.fixture
+def people(db):
+    return make_user(db, "ana"), make_user(db, "bob")
+
+
+def count_resources(db) -> int:
+    db.expire_all()
+    return db.scalar(select(func.count()).select_from(Resource))
+
+
+def fetch(client, resource_id: int, headers=ANA) -> dict:
+    response = client.get(f"/api/v2/resources/{resource_id}", headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()["resource"]
+
+
+# -- create -------------------------------------------------------------------------------
+
+
+def test_create_one(client, db, people):
+    response = client.post("/api/v2/resources", json={"title": "New map", "resource_type": "map",
+                                                      "abstract": "drawn today"}, headers=ANA)
+    assert response.status_code == 201, response.text
+    record = response.json()["resource"]
+    assert record["title"] == "New map" and record["resource_type"] == "map"
+    assert record["owner"]["username"] == "ana" and record["is_published"] is True
+    assert fetch(client, int(record["pk"]))["abstract"] == "drawn today"
+    # the public may view a new resource (GeoNode's default perm spec)
+    assert client.get(f"/api/v2/resources/{record['pk']}").status_code == 200
+
+
+@pytest.mark.parametrize("wrap", [lambda items: items, lambda items: {"resources": items}])
+def test_create_many(client, db, people, wrap):
+    body = wrap([{"title": "one"}, {"title": "two", "resource_type": "document"}])
+    response = client.post("/api/v2/resources", json=body, headers=ANA)
+    assert response.status_code == 201, response.text
+    created = response.json()["resources"]
+    assert [r["title"] for r in created] == ["one", "two"]
+    assert [r["resource_type"] for r in created] == ["dataset", "document"]
+    assert count_resources(db) == 2
+
+
+def test_create_errors_save_nothing(client, db, people):
+    assert client.post("/api/v2/resources", json={"title": "x"}).status_code == 401
+    bad = client.post("/api/v2/resources", json=[{"title": "ok"}, {"abstract": "no title"}],
+                      headers=ANA)
+    assert bad.status_code == 400
+    wrong_type = client.post("/api/v2/resources", json={"title": "x", "resource_type": "layer"},
+                             headers=ANA)
+    assert wrong_type.status_code == 400
+    assert client.post("/api/v2/resources", json={"title": "x", "featured": True},
+                       headers=ANA).status_code == 403
+    assert count_resources(db) == 0
+
+
+# -- update -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+def test_update_fields(client, db, settings, people, method):
+    resource = make_resource(db, settings, people[0], "Old", keywords=["old"])
+    body = {
+        "title": "New title", "abstract": "New abstract",
+        "keywords": [{"name": "rivers"}, {"name": "lakes"}],
+        "category": {"identifier": "inlandWaters"}, "license": {"identifier": "CC-BY-4.0"},
+        "date": "2020-05-06T07:08:09Z", "advertised": False,
+    }
+    response = getattr(client, method)(f"/api/v2/resources/{resource.id}", json=body, headers=ANA)
+    assert response.status_code == 200, response.text
+    record = response.json()["resource"]
+    assert record["title"] == "New title" and record["abstract"] == "New abstract"
+    assert [k["name"] for k in record["keywords"]] == ["rivers", "lakes"]
+    assert record["category"]["identifier"] == "inlandWaters"
+    assert record["license"] == {"identifier": "CC-BY-4.0"}
+    assert record["date"] == "2020-05-06T07:08:09.000000Z" and record["advertised"] is False
+    assert fetch(client, resource.id) == {**record, "last_updated": fetch(client, resource.id)[
+        "last_updated"]}
+    # the updated values are what filters see
+    listed = client.get("/api/v2/resources?filter{keywords.name}=lakes", headers=ANA).json()
+    assert [r["title"] for r in listed["resources"]] == ["New title"]
+    # wrapped in the singular key works too; clearing the category with null
+    wrapped = client.patch(f"/api/v2/resources/{resource.id}",
+                           json={"resource": {"category": None, "keywords": []}}, headers=ANA)
+    assert wrapped.status_code == 200
+    assert wrapped.json()["resource"]["category"] is None
+    assert wrapped.json()["resource"]["keywords"] == []
+
+
+def test_flags_need_staff(client, db, settings, people, admin_auth):
+    resource = make_resource(db, settings, people[0], "Mine")
+    url = f"/api/v2/resources/{resource.id}"
+    denied = client.patch(url, json={"featured": True}, headers=ANA)
+    assert denied.status_code == 403
+    assert fetch(client, resource.id)["featured"] is False
+    # sending the current value is not a change
+    assert client.patch(url, json={"featured": False}, headers=ANA).status_code == 200
+    allowed = client.patch(url, json={"featured": True, "is_approved": False}, headers=admin_auth)
+    assert allowed.status_code == 200
+    record = fetch(client, resource.id, admin_auth)
+    assert record["featured"] is True and record["is_approved"] is False
+    assert client.patch(url, json={"featured": "yes"}, headers=admin_auth).status_code == 400
+
+
+def test_update_needs_change_permission(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Mine")
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"title": "x"}).status_code == 401
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"title": "x"},
+                        headers=BOB).status_code == 403
+    assert fetch(client, resource.id)["title"] == "Mine"
+    assert client.patch("/api/v2/resources/999999", json={"title": "x"}, headers=ANA).status_code == 404
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("bbox_polygon", {"type": "Polygon", "coordinates": [[[0, 0], [0, 1], [1, 1], [1, 0], [0, 0]]]}),
+    ("ll_bbox_polygon", {"type": "Polygon", "coordinates": [[[0, 0], [0, 1], [1, 1], [1, 0], [0, 0]]]}),
+    ("pk", "12345"),
+    ("uuid", "00000000-0000-0000-0000-000000000000"),
+    ("owner", {"pk": 1, "username": "admin"}),
+    ("resource_type", "map"),
+    ("perms", ["change_resourcebase_permissions"]),
+    ("created", "2000-01-01T00:00:00Z"),
+])
+def test_read_only_fields(client, db, settings, people, field, value):
+    resource = make_resource(db, settings, people[0], "Fixed", extent=(1.0, 2.0, 3.0, 4.0))
+    before = fetch(client, resource.id)
+    response = client.patch(f"/api/v2/resources/{resource.id}",
+                            json={"title": "changed", field: value}, headers=ANA)
+    assert response.status_code == 400, response.text
+    assert field in response.json()["errors"][0]
+    after = fetch(client, resource.id)
+    assert after == before  # nothing applied, not even the title
+
+
+def test_echoing_a_record_back_is_accepted(client, db, settings, people):
+    """Clients PUT back what they GET, read-only fields included, with the one change."""
+    resource = make_resource(db, settings, people[0], "Echo", extent=(1.0, 2.0, 3.0, 4.0),
+                             keywords=["a"], category="elevation")
+    record = fetch(client, resource.id)
+    response = client.put(f"/api/v2/resources/{resource.id}", json={**record, "title": "Echoed"},
+                          headers=ANA)
+    assert response.status_code == 200, response.text
+    assert fetch(client, resource.id)["title"] == "Echoed"
+
+
+def test_unknown_field_is_400(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Plain")
+    response = client.patch(f"/api/v2/resources/{resource.id}", json={"nosuch": 1}, headers=ANA)
+    assert response.status_code == 400 and "nosuch" in response.json()["errors"][0]
+    bad_category = client.patch(f"/api/v2/resources/{resource.id}",
+                                json={"category": {"identifier": "nosuch"}}, headers=ANA)
+    assert bad_category.status_code == 400
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"title": ""},
+                        headers=ANA).status_code == 400
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"date": "soon"},
+                        headers=ANA).status_code == 400
+
+
+# -- delete -------------------------------------------------------------------------------
+
+
+def test_delete_one(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Doomed")
+    assert client.delete(f"/api/v2/resources/{resource.id}", headers=BOB).status_code == 403
+    assert client.delete(f"/api/v2/resources/{resource.id}").status_code == 401
+    response = client.delete(f"/api/v2/resources/{resource.id}", headers=ANA)
+    assert response.status_code == 204 and response.content == b""
+    assert client.get(f"/api/v2/resources/{resource.id}", headers=ANA).status_code == 404
+    assert client.delete(f"/api/v2/resources/{resource.id}", headers=ANA).status_code == 404
+
+
+@pytest.mark.parametrize("wrap", [lambda items: items, lambda items: {"resources": items}])
+def test_bulk_delete(client, db, settings, people, wrap):
+    ids = [make_resource(db, settings, people[0], f"r{i}").id for i in range(3)]
+    response = client.request("DELETE", "/api/v2/resources", json=wrap([{"id": i} for i in ids[:2]]),
+                              headers=ANA)
+    assert response.status_code == 204, response.text
+    assert count_resources(db) == 1
+    assert client.get(f"/api/v2/resources/{ids[2]}").status_code == 200
+
+
+def test_bulk_delete_is_all_or_nothing(client, db, settings, people, admin_auth):
+    ana, bob = people
+    mine = make_resource(db, settings, ana, "mine").id
+    theirs = make_resource(db, settings, bob, "theirs").id  # public: ana may view, not delete
+    private = make_resource(db, settings, bob, "private", public=False).id
+    for ids, status in (([mine, theirs], 403), ([mine, private], 403), ([mine, 999999], 404)):
+        response = client.request("DELETE", "/api/v2/resources", json=[{"id": i} for i in ids],
+                                  headers=ANA)
+        assert response.status_code == status, response.text
+        assert count_resources(db) == 3
+    assert client.request("DELETE", "/api/v2/resources", json=[], headers=ANA).status_code == 400
+    assert client.request("DELETE", "/api/v2/resources", json=[{"id": mine}]).status_code == 401
+    both = client.request("DELETE", "/api/v2/resources", json=[{"id": theirs}, {"id": private}],
+                          headers=admin_auth)
+    assert both.status_code == 204 and count_resources(db) == 1
+
+
+# -- bulk patch and patch-all ---------------------------------------------------------------
+
+
+def test_bulk_patch(make_app, db, settings, people):
+    ana, bob = people
+    ids = [make_resource(db, settings, ana, f"r{i}").id for i in range(2)]
+    theirs = make_resource(db, settings, bob, "theirs").id
+    body = [{"id": ids[0], "title": "first"}, {"id": ids[1], "abstract": "second"}]
+    with TestClient(make_app()) as disabled:
+        response = disabled.patch("/api/v2/resources", json=body, headers=ANA)
+        assert response.status_code == 405
+    with TestClient(make_app(ENABLE_BULK_UPDATE=True)) as enabled:
+        response = enabled.patch("/api/v2/resources", json=body, headers=ANA)
+        assert response.status_code == 200, response.text
+        records = response.json()["resources"]
+        assert [(r["title"], r["abstract"]) for r in records] == [("first", ""), ("r1", "second")]
+        denied = enabled.patch("/api/v2/resources", json=[{"id": ids[0], "title": "again"},
+                                                          {"id": theirs, "title": "mine now"}],
+                               headers=ANA)
+        assert denied.status_code == 403
+        assert fetch(enabled, ids[0])["title"] == "first"
+        assert fetch(enabled, theirs)["title"] == "theirs"
+
+
+@pytest.mark.parametrize("mode", ["true", "query"])
+def test_patch_all(make_app, db, settings, people, admin_auth, mode):
+    ana, bob = people
+    make_resource(db, settings, ana, "hydro a", keywords=["hydro"])
+    make_resource(db, settings, ana, "hydro b", keywords=["hydro"])
+    make_resource(db, settings, ana, "dry", keywords=["dry"])
+    make_resource(db, settings, bob, "bob hydro", keywords=["hydro"])
+    url = f"/api/v2/resources?patch-all={mode}&filter{{keywords.name}}=hydro"
+    with TestClient(make_app()) as disabled:
+        assert disabled.patch(url, json={"abstract": "x"}, headers=ANA).status_code == 405
+    with TestClient(make_app(ENABLE_PATCH_ALL=True)) as enabled:
+        response = enabled.patch(url, json={"abstract": "wet"}, headers=ANA)
+        assert response.status_code == 200, response.text
+        assert response.json() == {"meta": {"updated": 2}}  # bob's resource is not ana's to change
+        listed = enabled.get("/api/v2/resources?filter{abstract}=wet&page_size=10").json()
+        assert {r["title"] for r in listed["resources"]} == {"hydro a", "hydro b"}
+        everything = enabled.patch(url, json={"abstract": "all wet"}, headers=admin_auth)
+        assert everything.json() == {"meta": {"updated": 3}}
+        assert enabled.patch(url, json={"abstract": "x"}).status_code == 401
+        assert enabled.patch(url, json={"nosuch": "x"}, headers=ANA).status_code == 400
+
+
+# -- favourites ---------------------------------------------------------------------------
+
+
+def test_favorites(client, db, settings, people):
+    resource = make_resource(db, settings, people[1], "Liked")
+    other = make_resource(db, settings, people[1], "Other")
+    url = f"/api/v2/resources/{resource.id}/favorite"
+    assert client.post(url).status_code == 401
+    added = client.post(url, headers=ANA)
+    assert added.status_code == 200
+    assert added.json() == {"message": "Successfuly added resource to favorites"}
+    again = client.post(url, headers=ANA)
+    assert again.status_code == 400 and again.json()["errors"] == ["Resource is already in favorites"]
+
+    listed = client.get("/api/v2/resources/favorites", headers=ANA).json()
+    assert set(listed) == {"links", "total", "page", "page_size", "favorites"}
+    assert [r["title"] for r in listed["favorites"]] == ["Liked"]
+    assert listed["favorites"][0]["favorite"] is True
+    assert client.get("/api/v2/resources/favorites", headers=BOB).json()["favorites"] == []
+    assert client.get("/api/v2/resources/favorites").status_code == 401
+    assert fetch(client, other.id)["favorite"] is False
+
+    assert client.delete(url).status_code == 401
+    removed = client.delete(url, headers=ANA)
+    assert removed.status_code == 200
+    assert client.delete(url, headers=ANA).status_code == 404
+    db.expire_all()
+    assert db.scalar(select(func.count()).select_from(Favorite)) == 0
+    assert client.post("/api/v2/resources/999999/favorite", headers=ANA).status_code == 404
+
+
+def test_favorite_of_invisible_resource(client, db, settings, people):
+    private = make_resource(db, settings, people[1], "Hidden", public=False)
+    assert client.post(f"/api/v2/resources/{private.id}/favorite", headers=ANA).status_code == 403
+
+
+# -- resource_types and related objects ------------------------------------------------------
+
+
+def test_resource_types_count_only_visible(client, db, settings, people, admin_auth):
+    ana, bob = people
+    make_resource(db, settings, ana, "d1")
+    make_resource(db, settings, ana, "d2", public=False)
+    make_resource(db, settings, bob, "m1", resource_type="map")
+    make_resource(db, settings, bob, "g1", resource_type="geostory", is_published=False)
+
+    def counts(headers=None):
+        body = client.get("/api/v2/resources/resource_types", headers=headers).json()
+        return {t["name"]: t["count"] for t in body["resource_types"]}
+
+    assert counts() == {"dataset": 1, "map": 1, "document": 0, "geostory": 0, "dashboard": 0}
+    assert counts(ANA)["dataset"] == 2
+    assert counts(BOB)["geostory"] == 1 and counts(BOB)["dataset"] == 1
+    assert counts(admin_auth) == {"dataset": 2, "map": 1, "document": 0, "geostory": 1,
+                                  "dashboard": 0}
+
+
+def test_related_objects(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Related", keywords=["b", "a"])
+    keywords = client.get(f"/api/v2/resources/{resource.id}/keywords")
+    assert keywords.status_code == 200
+    assert keywords.json() == {"keywords": [{"name": "b", "slug": "b"}, {"name": "a", "slug": "a"}]}
+    owner = client.get(f"/api/v2/resources/{resource.id}/owner").json()["owner"]
+    assert owner["username"] == "ana" and owner["pk"] == people[0].id
+    assert client.get(f"/api/v2/resources/{resource.id}/nosuch").status_code == 400
+    private = make_resource(db, settings, people[0], "Private", public=False)
+    assert client.get(f"/api/v2/resources/{private.id}/keywords").status_code == 401
+    assert client.get(f"/api/v2/resources/{private.id}/keywords", headers=BOB).status_code == 403

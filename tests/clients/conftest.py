@@ -1,0 +1,112 @@
+"""A live Cartotheca server (a real ``cartotheca serve`` process) for third-party client tests.
+
+The server runs over the same test database as the in-process ``base_app``; tests arrange data
+with the factories through ``db`` and the server sees it, because both talk to one database.
+One server per backend and session keeps startup cost to a couple of seconds per backend.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN_PASSWORD
+
+STARTUP_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    url: str  # site root, ending in "/"
+    log: Path
+
+    @property
+    def api(self) -> str:
+        return f"{self.url}api/v2/"
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_up(proc: subprocess.Popen, server: LiveServer) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    last_error = ""
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}:\n{server.log_tail()}")
+        try:
+            response = httpx.get(server.api, timeout=2.0)
+            if response.status_code == 200:
+                return
+            last_error = f"HTTP {response.status_code}"
+        except httpx.HTTPError as exc:
+            last_error = repr(exc)
+        time.sleep(0.2)
+    raise RuntimeError(f"server not up after {STARTUP_TIMEOUT}s ({last_error}):\n{server.log_tail()}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def live_server(base_app, database_url, tmp_path_factory) -> Iterator[LiveServer]:
+    """``cartotheca serve`` on a free port; depends on ``base_app`` so the schema exists first."""
+    port = _free_port()
+    data_dir = tmp_path_factory.mktemp("live-data")
+    log = tmp_path_factory.mktemp("live-log") / "server.log"
+    server = LiveServer(url=f"http://127.0.0.1:{port}/", log=log)
+    env = dict(os.environ)
+    env.update(
+        CARTOTHECA_DATABASE_URL=database_url,
+        CARTOTHECA_DATA_DIR=str(data_dir),
+        CARTOTHECA_ADMIN_USER="admin",
+        CARTOTHECA_ADMIN_PASSWORD=ADMIN_PASSWORD,
+        CARTOTHECA_SITEURL=server.url,
+        CARTOTHECA_SECRET_KEY="test-secret",
+        CARTOTHECA_LOG_LEVEL="warning",
+    )
+    env.pop("CARTOTHECA_SETTINGS_FILE", None)
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
+             "--port", str(port)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    try:
+        _wait_until_up(proc, server)
+        yield server
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def admin_basic_token() -> str:
+    return base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
