@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     PINAX_NOTIFICATIONS_BACKENDS: list[str] = Field(default_factory=lambda: ["email"])
     PINAX_NOTIFICATIONS_QUEUE_ALL: bool = False
 
+    # Execution engine: "inprocess" (worker threads in the server) or "celery" (cartotheca worker)
+    TASK_BACKEND: str = "inprocess"
+    CELERY_BROKER_URL: str = "redis://127.0.0.1:6379/0"
+    EXECUTION_WORKERS: int = 2
+    EXECUTION_HEARTBEAT_SECONDS: float = 5.0
+    EXECUTION_MAX_ATTEMPTS: int = 2
+    EXECUTION_STEP_DELAY: float = 0.0  # seconds each job step waits; for crash-recovery tests
+
     # Server
     HOST: str = "127.0.0.1"
     PORT: int = 8000

@@ -16,6 +16,7 @@ from cartotheca.catalogue.auth import InternalGroups
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.settings import Settings, get_settings
+from cartotheca.tasks.engine import build_engine, start_backend
 
 SLASH_OPTIONAL = ("/api/v2/", "/o/", "/api/o/")
 
@@ -54,10 +55,17 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         anonymous_id, registered_id = accounts.internal_group_ids(session, settings)
         session.commit()
 
+    tasks = build_engine(settings, sessions)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        yield
-        engine.dispose()
+        # Worker threads (or the Celery producer) live as long as the served app.
+        backend = start_backend(tasks)
+        try:
+            yield
+        finally:
+            backend.shutdown()
+            tasks.backend = None
 
     app = FastAPI(
         title="Cartotheca",
@@ -75,6 +83,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         sessions=sessions,
         groups=InternalGroups(anonymous_id, registered_id),
         exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
+        tasks=tasks,
     )
     add_exception_handlers(app)
     include_routers(app)
@@ -83,9 +92,21 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
 
 def include_routers(app: FastAPI) -> None:
-    from cartotheca.api.routes import auth, discovery, groups, reference, resources, users
+    from cartotheca.api.routes import (
+        auth,
+        discovery,
+        executions,
+        groups,
+        reference,
+        resource_operations,
+        resources,
+        users,
+    )
 
-    for module in (discovery, resources, users, groups, reference, auth):
+    # resource_operations before resources: its fixed sub-paths must win over
+    # resources/{id}/{field_name}.
+    for module in (discovery, resource_operations, resources, executions, users, groups,
+                   reference, auth):
         app.include_router(module.router)
 
 

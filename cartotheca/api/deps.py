@@ -37,6 +37,7 @@ class AppState:
     sessions: sessionmaker[Session]
     groups: InternalGroups
     exempt: list[re.Pattern[str]]
+    tasks: Any = None  # cartotheca.tasks.engine.Engine
 
 
 def app_state(request: Request) -> AppState:

@@ -288,10 +288,17 @@ def get_resource(session: Session, principal: Principal, settings: Settings, raw
     stmt = select(Resource).where(Resource.id == resource_id)
     if resource_type:
         stmt = stmt.where(Resource.resource_type.in_(resource_type))
-    resource = session.scalars(stmt.options(*LOAD_OPTIONS) if load else stmt).unique().first()
+    # The usual case costs one query: the row, already filtered by visibility.
+    visible = stmt if principal.is_superuser else stmt.where(
+        perms.visible_to(principal, settings, check_advertised=False))
+    resource = session.scalars(visible.options(*LOAD_OPTIONS) if load else visible).unique().first()
     if resource is None:
+        # Tell the cases apart: missing (404), not viewable (401/403), viewable but hidden (404).
+        hidden = session.scalars(stmt).first()
+        if hidden is None:
+            raise NotFound()
+        ensure_visible(session, principal, settings, hidden)
         raise NotFound()
-    ensure_visible(session, principal, settings, resource)
     return decorate(session, principal, Listing([resource], 1, 1, 1))
 
 
@@ -584,7 +591,8 @@ def _datetime(key: str, value: Any, *, required: bool = False) -> dt.datetime | 
 
 
 def create_resource(session: Session, principal: Principal, settings: Settings,
-                    data: Mapping[str, Any], *, resource_type: str | None = None) -> Resource:
+                    data: Mapping[str, Any], *, resource_type: str | None = None,
+                    uuid: str | None = None) -> Resource:
     if principal.id is None:
         raise NotAuthenticated()
     if not isinstance(data, Mapping):
@@ -596,6 +604,7 @@ def create_resource(session: Session, principal: Principal, settings: Settings,
         title="",
         owner_id=principal.id,
         owner=principal.user,
+        **({"uuid": _valid_uuid(uuid, session)} if uuid else {}),
         is_approved=not settings.ADMIN_MODERATE_UPLOADS,
         is_published=True,
         keywords=[], regions=[], tkeywords=[], contacts=[],
@@ -723,3 +732,48 @@ def matching_ids_for_update(ctx: ListContext, base: Sequence[ColumnElement]) -> 
         own = Resource.owner_id == ctx.principal.id
         clauses.append(or_(own, perms.has_grant(ctx.principal, perms.CHANGE_METADATA)))
     return select(Resource.id).where(*base, *clauses)
+
+
+def _valid_uuid(value: Any, session: Session) -> str:
+    import uuid as uuid_mod
+
+    try:
+        text = str(uuid_mod.UUID(str(value)))
+    except ValueError:
+        raise InvalidInput(f"uuid: not a valid UUID: {value}") from None
+    if session.scalar(select(Resource.id).where(Resource.uuid == text)) is not None:
+        raise InvalidInput(f"uuid: a resource with uuid {text} already exists")
+    return text
+
+
+COPIED_COLUMNS = (
+    "resource_type", "subtype", "title", "abstract", "purpose", "attribution", "doi", "edition",
+    "maintenance_frequency", "constraints_other", "supplemental_information",
+    "data_quality_statement", "name", "category_id", "license_id", "group_id",
+    "restriction_code_type_id", "spatial_representation_type_id", "date", "date_type",
+    "temporal_extent_start", "temporal_extent_end", "language", "srid", "bbox_x0", "bbox_x1",
+    "bbox_y0", "bbox_y1", "ll_minx", "ll_miny", "ll_maxx", "ll_maxy", "advertised",
+    "metadata_only", "thumbnail_url", "blob",
+)
+
+
+def copy_resource(session: Session, principal: Principal, settings: Settings, source: Resource,
+                  defaults: Mapping[str, Any]) -> Resource:
+    """A new resource owned by ``principal`` with the source's metadata (GeoNode's copy)."""
+    if not source.is_copyable:
+        raise InvalidInput("Resource can not be cloned.")
+    clone = Resource(**{c: getattr(source, c) for c in COPIED_COLUMNS},
+                     owner_id=principal.id, owner=principal.user,
+                     is_published=True, is_approved=not settings.ADMIN_MODERATE_UPLOADS,
+                     keywords=list(source.keywords), regions=list(source.regions),
+                     tkeywords=list(source.tkeywords), contacts=[])
+    clone.contacts = [ContactRole(role=r, user_id=principal.id, user=principal.user)
+                      for r in ("poc", "metadata_author")]
+    body = {k: v for k, v in dict(defaults).items() if k != "owner"}
+    if body:
+        Writer(session, principal, settings).apply(clone, body, creating=True)
+    session.add(clone)
+    session.flush()
+    grant_defaults(session, settings, clone)
+    return clone
+

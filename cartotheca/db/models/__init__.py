@@ -9,6 +9,7 @@ from cartotheca.db.models.accounts import (
     User,
     WebSession,
 )
+from cartotheca.db.models.executions import ExecutionRequest
 from cartotheca.db.models.permissions import ResourcePermission
 from cartotheca.db.models.reference import (
     Category,
@@ -34,6 +35,7 @@ __all__ = [
     "AccessToken",
     "Category",
     "ContactRole",
+    "ExecutionRequest",
     "Favorite",
     "Group",
     "GroupMember",

@@ -7,7 +7,14 @@ import pytest
 from sqlalchemy import func, select
 
 from cartotheca.catalogue import reference
-from cartotheca.db.models import Category, Region, Resource, Thesaurus, ThesaurusKeyword, ThesaurusKeywordLabel
+from cartotheca.db.models import (
+    Category,
+    Region,
+    Resource,
+    Thesaurus,
+    ThesaurusKeyword,
+    ThesaurusKeywordLabel,
+)
 from cartotheca.db.models.resources import resource_tkeywords
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user

@@ -389,3 +389,12 @@ def test_visibility(client, db, settings, admin_auth):
     assert titles(client, "advertised=all") == {"public"}
     # counts follow the same rules
     assert client.get("/api/v2/resources").json()["total"] == 1
+    # unadvertised is about lists only: its own URL still answers
+    unadvertised = client.get("/api/v2/resources?advertised=all", headers=basic("ana", PASSWORD))
+    ident = next(r["pk"] for r in unadvertised.json()["resources"] if r["title"] == "unadvertised")
+    assert client.get(f"/api/v2/resources/{ident}").status_code == 200
+    unpublished = next(r["pk"] for r in client.get(
+        "/api/v2/resources", headers=basic("ana", PASSWORD)).json()["resources"]
+        if r["title"] == "unpublished")
+    assert client.get(f"/api/v2/resources/{unpublished}").status_code == 404
+    assert client.get(f"/api/v2/resources/{unpublished}", headers=basic("ana", PASSWORD)).status_code == 200

@@ -14,7 +14,7 @@ CATEGORIES = ("inlandWaters", "elevation", "oceans", "farming", "biota")
 # A list: 2 to identify a Basic caller (user, memberships), count, page, 4 selectin loads
 # (keywords, regions, tkeywords, contacts), perms of the page, favourites of the page.
 LIST_BUDGET = 10
-DETAIL_BUDGET = 11
+DETAIL_BUDGET = 9
 
 
 @pytest.fixture

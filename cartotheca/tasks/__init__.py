@@ -1,0 +1,1 @@
+"""cartotheca.tasks: the execution engine, its worker backends, and the jobs it runs."""

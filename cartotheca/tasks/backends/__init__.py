@@ -1,0 +1,1 @@
+"""cartotheca.tasks.backends: where executions run (in-process threads or Celery workers)."""

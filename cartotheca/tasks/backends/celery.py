@@ -1,0 +1,81 @@
+"""cartotheca.tasks.backends.celery: the Celery app and the one task that runs an execution.
+
+Workers start with ``cartotheca worker``; the broker is CELERY_BROKER_URL (Redis or RabbitMQ).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from functools import lru_cache
+
+from celery import Celery, signals
+
+from cartotheca.settings import get_settings
+from cartotheca.tasks.engine import Engine
+
+log = logging.getLogger("cartotheca.tasks")
+
+
+def make_celery(broker_url: str) -> Celery:
+    app = Celery("cartotheca", broker=broker_url)
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        # An execution whose worker dies is redelivered; the engine's claim makes a second
+        # delivery of a finished or running execution a no-op.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        broker_connection_retry_on_startup=True,
+    )
+    app.task(name="cartotheca.run_execution")(run_execution)
+    return app
+
+
+celery_app = make_celery(get_settings().CELERY_BROKER_URL)
+
+
+@lru_cache(maxsize=1)
+def worker_engine() -> Engine:
+    from cartotheca.db.session import make_engine, make_sessionmaker
+    from cartotheca.tasks.engine import build_engine
+
+    settings = get_settings()
+    return build_engine(settings, make_sessionmaker(make_engine(settings)))
+
+
+def run_execution(exec_id: str) -> None:
+    worker_engine().run(exec_id)
+
+
+@signals.worker_ready.connect
+def _start_reaper(**_kwargs) -> None:
+    """Each worker re-queues executions a dead worker left running (after their heartbeat)."""
+    engine = worker_engine()
+    engine.backend = CeleryBackend(engine)
+    interval = engine.settings.EXECUTION_HEARTBEAT_SECONDS
+
+    def loop() -> None:
+        stop = threading.Event()
+        while not stop.wait(interval):
+            try:
+                engine.recover()
+            except Exception:
+                log.warning("recovery pass failed", exc_info=True)
+
+    threading.Thread(target=loop, name="execution-reaper", daemon=True).start()
+
+
+class CeleryBackend:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.app = celery_app if celery_app.conf.broker_url == engine.settings.CELERY_BROKER_URL \
+            else make_celery(engine.settings.CELERY_BROKER_URL)
+
+    def enqueue(self, exec_id: str) -> None:
+        self.app.send_task("cartotheca.run_execution", args=[exec_id])
+
+    def shutdown(self) -> None:
+        pass
