@@ -293,9 +293,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--throughput-seconds", type=float, default=5.0)
     parser.add_argument("--repeats", type=int, default=15, help="in-process and raw SQL repeats")
+    parser.add_argument("--pg-options", default=None,
+                        help='PGOPTIONS for this run and the server, e.g. "-c jit=off"')
     parser.add_argument("--out", type=Path, default=None, help="JSON results (default bench/data/)")
     args = parser.parse_args(argv)
 
+    if args.pg_options:
+        # libpq reads PGOPTIONS at connect time: a server setting tried without touching the code.
+        os.environ["PGOPTIONS"] = args.pg_options
     settings = load.settings_for(args.database_url, args.data_dir)
     dialect = "sqlite" if args.database_url.startswith("sqlite") else "postgresql"
     out = args.out or args.data_dir / f"results-{dialect}.json"

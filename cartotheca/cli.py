@@ -42,7 +42,7 @@ def serve(host: str | None, port: int | None, workers: int | None) -> None:
     )
 
 
-def _prepare(settings: Settings) -> None:
+def _prepare(settings: Settings, *, create_admin: bool = True) -> None:
     from cartotheca.catalogue import accounts
     from cartotheca.db.migrate import upgrade
     from cartotheca.db.session import make_engine, make_sessionmaker
@@ -50,7 +50,7 @@ def _prepare(settings: Settings) -> None:
     engine = make_engine(settings)
     upgrade(engine)
     with make_sessionmaker(engine)() as session:
-        result = accounts.bootstrap(session, settings)
+        result = accounts.bootstrap(session, settings, create_admin=create_admin)
         session.commit()
     engine.dispose()
     if result.admin_created:
@@ -58,6 +58,22 @@ def _prepare(settings: Settings) -> None:
         if result.generated_password:
             click.echo(f"Its password (shown once): {result.generated_password}")
     click.echo(f"Data directory: {settings.DATA_DIR.resolve()}")
+
+
+@main.command()
+@click.option("--concurrency", default=None, type=int, help="parallel executions (EXECUTION_WORKERS)")
+@click.option("--loglevel", default="info")
+def worker(concurrency: int | None, loglevel: str) -> None:
+    """Run a Celery worker for executions (TASK_BACKEND=celery, broker CELERY_BROKER_URL)."""
+    settings = _settings()
+    _prepare(settings, create_admin=False)
+    from cartotheca.tasks.backends.celery import celery_app
+
+    celery_app.worker_main([
+        "worker", f"--loglevel={loglevel}", "--pool=threads",
+        f"--concurrency={concurrency or settings.EXECUTION_WORKERS}",
+        "--without-gossip", "--without-mingle",
+    ])
 
 
 @main.command()

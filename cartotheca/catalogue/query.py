@@ -285,23 +285,35 @@ def sort_names(params: Mapping[str, list[str]]) -> list[tuple[str, str]]:
 
 def compile_sort(params: Mapping[str, list[str]], fields: FieldMap) -> list[Any]:
     order = []
+    first_desc = None
     for name, param in sort_names(params):
         desc = name.startswith("-")
         key = name.lstrip("-+")
         spec = fields.fields.get(key)
         if spec is None or not spec.sortable:
             raise InvalidQuery(f"Invalid filter field: ['{key}']", extra=[f"parameter: {param}"])
-        expr = spec.sort_expression
-        order.append(expr.desc() if desc else expr.asc())
+        order.append(_ordered(spec.sort_expression, desc))
+        first_desc = desc if first_desc is None else first_desc
     if not order:
         order = list(fields.default_sort)
+        first_desc = bool(order) and "desc" in str(getattr(order[0], "modifier", ""))
     if fields.tiebreak is not None:
         # The tiebreak follows the direction of the first key so an index on (key, id) serves
         # the whole ORDER BY in either direction.
-        first_desc = bool(order) and getattr(order[0], "modifier", None) is not None and \
-            "desc" in str(order[0].modifier)
         order.append(fields.tiebreak.desc() if first_desc else fields.tiebreak.asc())
     return order
+
+
+def _ordered(expr: Any, desc: bool) -> Any:
+    """PostgreSQL's NULL placement (last ascending, first descending) on both databases.
+
+    SQLite puts NULLs first ascending; saying it explicitly keeps pages identical on both.
+    Only nullable expressions get the clause, so NOT NULL columns keep their plain index order.
+    """
+    column = getattr(expr, "expression", expr)  # an ORM attribute's Column; subqueries have none
+    if not getattr(column, "nullable", True):
+        return expr.desc() if desc else expr.asc()
+    return expr.desc().nulls_first() if desc else expr.asc().nulls_last()
 
 
 # ---------------------------------------------------------------------------------------

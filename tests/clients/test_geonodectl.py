@@ -22,7 +22,8 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from cartotheca.db.models import GroupProfile, Keyword, Resource, User
-from tests.factories import make_group, make_resource, make_user
+from tests import factories
+from tests.factories import make_group, make_resource
 
 pytestmark = pytest.mark.clients
 
@@ -102,6 +103,11 @@ def api(live_server, admin_basic_token):
     with httpx.Client(base_url=live_server.api, timeout=30,
                       headers={"Authorization": f"Basic {admin_basic_token}"}) as http:
         yield http
+
+
+def make_user(db, username: str, **fields) -> User:
+    # No password: hashing one costs half a second and these users never log in.
+    return factories.make_user(db, username, password=None, **fields)
 
 
 @pytest.fixture

@@ -17,6 +17,10 @@ from cartotheca.tasks.engine import Engine
 log = logging.getLogger("cartotheca.tasks")
 
 
+def run_execution(exec_id: str) -> None:
+    worker_engine().run(exec_id)
+
+
 def make_celery(broker_url: str) -> Celery:
     app = Celery("cartotheca", broker=broker_url)
     app.conf.update(
@@ -44,10 +48,6 @@ def worker_engine() -> Engine:
 
     settings = get_settings()
     return build_engine(settings, make_sessionmaker(make_engine(settings)))
-
-
-def run_execution(exec_id: str) -> None:
-    worker_engine().run(exec_id)
 
 
 @signals.worker_ready.connect

@@ -7,8 +7,9 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
-from cartotheca.db.models import Favorite
+from cartotheca.db.models import Favorite, User
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_group, make_resource, make_user
 
@@ -233,7 +234,7 @@ def test_icontains_is_not_allowed_on_numbers(client, catalog):
 
 
 def test_favorite_filter(client, db, catalog):
-    ana_id = db.scalar(__import__("sqlalchemy").text("SELECT id FROM users WHERE username='ana'"))
+    ana_id = db.scalar(select(User.id).where(User.username == "ana"))
     for title in (MOUNTAIN, PACIFIC):
         db.add(Favorite(user_id=ana_id, resource_id=catalog[title]))
     db.commit()

@@ -156,6 +156,16 @@ def test_echoing_a_record_back_is_accepted(client, db, settings, people):
                           headers=ANA)
     assert response.status_code == 200, response.text
     assert fetch(client, resource.id)["title"] == "Echoed"
+    # re-sending a contact role with the same user plus another one, then without the first
+    ana, bob = people
+    both = client.patch(f"/api/v2/resources/{resource.id}",
+                        json={"poc": [{"pk": bob.id}, {"pk": ana.id}]}, headers=ANA)
+    assert both.status_code == 200, both.text
+    assert {u["username"] for u in both.json()["resource"]["poc"]} == {"ana", "bob"}
+    assert {u["username"] for u in fetch(client, resource.id)["poc"]} == {"ana", "bob"}
+    only_bob = client.patch(f"/api/v2/resources/{resource.id}", json={"poc": [{"username": "bob"}]},
+                            headers=ANA)
+    assert [u["username"] for u in only_bob.json()["resource"]["poc"]] == ["bob"]
 
 
 def test_unknown_field_is_400(client, db, settings, people):
