@@ -13,7 +13,8 @@ from cartotheca.catalogue.query import Field, FieldMap, FilterTerm
 from cartotheca.errors import InvalidQuery
 
 THINGS = Table("things", MetaData(), Column("id", Integer, primary_key=True),
-               Column("title", String), Column("made", DateTime), Column("size", Integer))
+               Column("title", String, nullable=False), Column("made", DateTime, nullable=False),
+               Column("size", Integer))
 TAGS = Table("tags", MetaData(), Column("thing_id", Integer), Column("name", String))
 FIELDS = FieldMap(
     fields={
@@ -156,9 +157,14 @@ def test_search_ands_terms_and_ors_fields():
 
 def test_sort_order_and_tiebreak_direction():
     order = query.compile_sort({"sort[]": ["-title", "size"]}, FIELDS)
-    assert [sql(o) for o in order] == ["things.title DESC", "things.size ASC", "things.id DESC"]
+    # NULLs placed as PostgreSQL does, on every database; NOT NULL columns need no clause
+    assert [sql(o) for o in order] == ["things.title DESC", "things.size ASC NULLS LAST",
+                                       "things.id DESC"]
     order = query.compile_sort({"ordering": ["size,-title"]}, FIELDS)
-    assert [sql(o) for o in order] == ["things.size ASC", "things.title DESC", "things.id ASC"]
+    assert [sql(o) for o in order] == ["things.size ASC NULLS LAST", "things.title DESC",
+                                       "things.id ASC"]
+    order = query.compile_sort({"sort[]": ["-size"]}, FIELDS)
+    assert [sql(o) for o in order] == ["things.size DESC NULLS FIRST", "things.id DESC"]
     order = query.compile_sort({}, FIELDS)
     assert [sql(o) for o in order] == ["things.made DESC", "things.id DESC"]
     with pytest.raises(InvalidQuery, match=r"Invalid filter field: \['tags.name'\]"):

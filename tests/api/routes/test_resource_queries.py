@@ -293,6 +293,16 @@ def test_sort_over_relations(client, catalog):
     assert by_category == [MOUNTAIN, RIVERS, PACIFIC]
 
 
+def test_nulls_sort_the_same_on_both_databases(client, catalog):
+    # PostgreSQL's placement: NULLs last ascending, first descending
+    assert ordered(client, "sort[]=category.identifier&sort[]=date") == \
+        [MOUNTAIN, RIVERS, PACIFIC, COAST, LOWER]
+    assert ordered(client, "sort[]=-category.identifier&sort[]=date") == \
+        [COAST, LOWER, PACIFIC, RIVERS, MOUNTAIN]
+    assert ordered(client, "sort[]=subtype&sort[]=date") == [MOUNTAIN, RIVERS, PACIFIC, COAST, LOWER]
+    assert ordered(client, "sort[]=-subtype&sort[]=date") == [PACIFIC, COAST, LOWER, RIVERS, MOUNTAIN]
+
+
 # -- paging -------------------------------------------------------------------------------
 
 
