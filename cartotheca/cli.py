@@ -47,6 +47,7 @@ def _prepare(settings: Settings, *, create_admin: bool = True) -> None:
     from cartotheca.db.migrate import upgrade
     from cartotheca.db.session import make_engine, make_sessionmaker
 
+    settings.configure_process()
     engine = make_engine(settings)
     upgrade(engine)
     with make_sessionmaker(engine)() as session:
@@ -106,6 +107,7 @@ def createsuperuser(username: str | None, email: str, password: str | None, noin
                                    "(--password or CARTOTHECA_SUPERUSER_PASSWORD)")
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     settings = _settings()
+    settings.configure_process()
     engine = make_engine(settings)
     upgrade(engine)
     with make_sessionmaker(engine)() as session:

@@ -74,6 +74,10 @@ class Settings(BaseSettings):
     DEFAULT_ANONYMOUS_VIEW_PERMISSION: bool = True
     DEFAULT_ANONYMOUS_DOWNLOAD_PERMISSION: bool = True
     ACCESS_TOKEN_EXPIRE_SECONDS: int = 36000
+    # Argon2id cost of new password hashes (argon2-cffi's RFC 9106 defaults)
+    PASSWORD_HASH_TIME_COST: int = 3
+    PASSWORD_HASH_MEMORY_KIB: int = 65536
+    PASSWORD_HASH_PARALLELISM: int = 4
     SESSION_COOKIE_AGE: int = 1209600
 
     # Bulk updates (spec §4.1)
@@ -110,6 +114,13 @@ class Settings(BaseSettings):
     @classmethod
     def _siteurl_ends_with_slash(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
+
+    def configure_process(self) -> None:
+        """Process-wide choices that follow the settings (password hashing cost)."""
+        from cartotheca.catalogue.auth import configure_password_hashing
+
+        configure_password_hashing(self.PASSWORD_HASH_TIME_COST, self.PASSWORD_HASH_MEMORY_KIB,
+                                   self.PASSWORD_HASH_PARALLELISM)
 
     @property
     def site_base(self) -> str:

@@ -83,7 +83,8 @@ def make_settings(database_url, data_dir) -> Callable[..., Settings]:
     def build(**overrides) -> Settings:
         values = dict(DATA_DIR=data_dir, DATABASE_URL=database_url, ADMIN_USER="admin",
                       ADMIN_PASSWORD=ADMIN_PASSWORD, SITEURL="http://testserver/",
-                      SECRET_KEY="test-secret")
+                      SECRET_KEY="test-secret", PASSWORD_HASH_TIME_COST=1,
+                      PASSWORD_HASH_MEMORY_KIB=1024, PASSWORD_HASH_PARALLELISM=1)
         values.update(overrides)
         return Settings(**values)
     return build

@@ -46,6 +46,7 @@ class TrailingSlash:
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or get_settings()
+    settings.configure_process()
     engine = make_engine(settings)
     if migrate:
         upgrade(engine)

@@ -22,6 +22,21 @@ from cartotheca.db.models import AccessToken, Group, GroupMember, User, WebSessi
 from cartotheca.errors import AuthenticationFailed
 
 _hasher = PasswordHasher()
+_dummy_hash: str | None = None
+
+
+def configure_password_hashing(time_cost: int, memory_kib: int, parallelism: int) -> None:
+    """Set the cost of new password hashes (existing hashes carry their own parameters)."""
+    global _hasher, _dummy_hash
+    _hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
+    _dummy_hash = None
+
+
+def _dummy() -> str:
+    global _dummy_hash
+    if _dummy_hash is None:
+        _dummy_hash = _hasher.hash(secrets.token_hex(8))
+    return _dummy_hash
 
 
 def hash_password(password: str) -> str:
@@ -153,12 +168,13 @@ def user_from_basic(session: Session, header_value: str) -> User:
         decoded = base64.b64decode(header_value.strip(), validate=True).decode("utf-8")
         username, sep, password = decoded.partition(":")
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
+        raise AuthenticationFailed(
+            "Invalid basic header. Credentials not correctly base64 encoded.") from None
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
     user = session.scalar(select(User).where(User.username == username))
     if user is None:
-        check_password(_DUMMY_HASH, password)  # same cost whether or not the user exists
+        check_password(_dummy(), password)  # same cost whether or not the user exists
         raise AuthenticationFailed()
     if not CREDENTIALS.known(user, password):
         if not check_password(user.password, password):
@@ -167,9 +183,6 @@ def user_from_basic(session: Session, header_value: str) -> User:
     if not user.is_active:
         raise AuthenticationFailed("User inactive or deleted.")
     return user
-
-
-_DUMMY_HASH = _hasher.hash(secrets.token_hex(8))
 
 
 def user_from_bearer(session: Session, token: str) -> tuple[User | None, frozenset[str]]:

@@ -17,7 +17,9 @@ from schemathesis.checks import not_a_server_error
 from tests.factories import make_resource, make_user
 
 CHECKS = [not_a_server_error]
-FAST = settings(max_examples=12, deadline=None, derandomize=True,
+# The whole module must stay under ~2 minutes on both databases as routes are added: lower
+# max_examples before excluding operations.
+FAST = settings(max_examples=8, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 
@@ -34,7 +36,8 @@ def api_schema(app, db, settings):
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
-@schema.include(method="GET").parametrize()
+# The schema document itself is covered by test_discovery; rendering it is the slowest GET.
+@schema.include(method="GET").exclude(path="/api/v2/schema").parametrize()
 @FAST
 def test_reads_never_fail_with_a_server_error(case, admin_auth):
     case.call_and_validate(checks=CHECKS)

@@ -8,6 +8,7 @@ One server per backend and session keeps startup cost to a couple of seconds per
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import socket
@@ -76,24 +77,30 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
+def _settings_env(settings) -> dict[str, str]:
+    """The explicitly chosen settings as ``CARTOTHECA_<NAME>`` variables (lists as JSON)."""
+    env = {}
+    for name in settings.model_fields_set:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+        env[f"CARTOTHECA_{name}"] = text
+    return env
+
+
 @pytest.fixture(scope="session")
-def live_server(base_app, database_url, tmp_path_factory) -> Iterator[LiveServer]:
+def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iterator[LiveServer]:
     """``cartotheca serve`` on a free port; depends on ``base_app`` so the schema exists first."""
     port = _free_port()
-    data_dir = tmp_path_factory.mktemp("live-data")
     log = tmp_path_factory.mktemp("live-log") / "server.log"
     server = LiveServer(url=f"http://127.0.0.1:{port}/", log=log)
-    env = dict(os.environ)
-    env.update(
-        CARTOTHECA_DATABASE_URL=database_url,
-        CARTOTHECA_DATA_DIR=str(data_dir),
-        CARTOTHECA_ADMIN_USER="admin",
-        CARTOTHECA_ADMIN_PASSWORD=ADMIN_PASSWORD,
-        CARTOTHECA_SITEURL=server.url,
-        CARTOTHECA_SECRET_KEY="test-secret",
-        CARTOTHECA_LOG_LEVEL="warning",
-    )
-    env.pop("CARTOTHECA_SETTINGS_FILE", None)
+    # The same settings as the in-process app (database, admin, hashing cost ...), except where
+    # the server lives and keeps its files.
+    settings = make_settings(SITEURL=server.url, DATA_DIR=tmp_path_factory.mktemp("live-data"))
+    assert settings.DATABASE_URL == database_url and settings.ADMIN_PASSWORD == ADMIN_PASSWORD
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
+    env.update(_settings_env(settings), CARTOTHECA_LOG_LEVEL="warning")
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",

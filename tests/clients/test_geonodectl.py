@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,10 @@ def _has_route(method: str, path: str) -> bool:
 
     bare = FastAPI()
     include_routers(bare)
-    return any(getattr(r, "path", None) == path and method in getattr(r, "methods", ())
-               for r in bare.routes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate operation ids are not this test's concern
+        paths = bare.openapi().get("paths", {})
+    return method.lower() in paths.get(path, {})
 
 
 HAS_ASYNC_DELETE = _has_route("DELETE", "/api/v2/resources/{resource_id}/delete")
@@ -187,8 +190,8 @@ def test_resources_delete(ctl, db, settings, admin, api, as_json):
     assert fresh(db).get(Resource, gone_id) is None
     assert fresh(db).get(Resource, kept_id) is not None
     assert api.get(f"resources/{gone_id}").status_code == 404
-    rows = listed(ctl("resources", "list", as_json=as_json), as_json)
-    assert set(rows) == {"To be kept"}
+    titles = {r["title"] for r in api.get("resources", params={"page_size": 80}).json()["resources"]}
+    assert titles == {"To be kept"}
 
 
 # -- datasets -----------------------------------------------------------------------------
@@ -358,7 +361,7 @@ def test_users_create_without_password(ctl, db, api, as_json):
 
 
 @MODES
-def test_users_patch(ctl, db, as_json):
+def test_users_patch(ctl, db, api, as_json):
     alice = make_user(db, "alice", first_name="Alice")
     alice_id = alice.id
 
@@ -367,11 +370,11 @@ def test_users_patch(ctl, db, as_json):
 
     assert body.get("user", body)["first_name"] == "Alicia"
     assert fresh(db).get(User, alice_id).first_name == "Alicia"
-    assert ctl("users", "describe", alice_id).json()["first_name"] == "Alicia"
+    assert api.get(f"users/{alice_id}").json()["user"]["first_name"] == "Alicia"
 
 
 @MODES
-def test_users_delete(ctl, db, as_json):
+def test_users_delete(ctl, db, api, as_json):
     alice = make_user(db, "alice")
     bob = make_user(db, "bob")
     alice_id, bob_id = alice.id, bob.id
@@ -382,8 +385,8 @@ def test_users_delete(ctl, db, as_json):
     assert fresh(db).get(User, alice_id) is None
     assert fresh(db).get(User, bob_id) is not None
     ctl("users", "describe", alice_id, expect=1)
-    rows = listed(ctl("users", "list", as_json=True), True, key="username")
-    assert "alice" not in rows and "bob" in rows
+    usernames = {u["username"] for u in api.get("users", params={"page_size": 80}).json()["users"]}
+    assert "alice" not in usernames and "bob" in usernames
 
 
 # -- groups -------------------------------------------------------------------------------

@@ -93,7 +93,9 @@ def spawn(tmp_path, database_url, data_dir) -> Iterator[Callable[..., Process]]:
 
     def make(args: list[str], **env: str) -> Process:
         base = {"CARTOTHECA_DATABASE_URL": database_url, "CARTOTHECA_DATA_DIR": str(data_dir),
-                "CARTOTHECA_SECRET_KEY": "test-secret", "CARTOTHECA_LOG_LEVEL": "warning"}
+                "CARTOTHECA_SECRET_KEY": "test-secret", "CARTOTHECA_LOG_LEVEL": "warning",
+                "CARTOTHECA_PASSWORD_HASH_TIME_COST": "1", "CARTOTHECA_PASSWORD_HASH_MEMORY_KIB": "1024",
+                "CARTOTHECA_PASSWORD_HASH_PARALLELISM": "1"}
         process = Process(args, {**base, **env}, tmp_path / f"{args[0]}-{len(started)}.log")
         started.append(process)
         return process

@@ -249,18 +249,18 @@ class ResourceRoutes:
             return self.one(listing, ctx)
 
         @router.put("/{resource_id}", summary=f"Update one of {self.prefix}")
-        def put(resource_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep,
+        def put(resource_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep,
                 body: BodyDep) -> JSON:
             return write(resource_id, db, principal, settings, body)
 
         @router.patch("/{resource_id}", summary=f"Partially update one of {self.prefix}")
-        def patch(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
+        def patch(resource_id: IdPath, db: DbDep, principal: UserDep,
                   settings: SettingsDep, body: BodyDep) -> JSON:
             return write(resource_id, db, principal, settings, body)
 
         if self.can_delete:
             @router.delete("/{resource_id}", status_code=204, summary=f"Delete one of {self.prefix}")
-            def delete(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
+            def delete(resource_id: IdPath, db: DbDep, principal: UserDep,
                        settings: SettingsDep):
                 resource = catalogue.load_for_write(db, principal, settings, resource_id, self.types)
                 catalogue.delete_resources(db, principal, [resource])
