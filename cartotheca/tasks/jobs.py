@@ -8,9 +8,8 @@ from sqlalchemy import select
 
 from cartotheca.catalogue import permission_specs
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue.auth import Principal, principal_for
 from cartotheca.catalogue.accounts import internal_group_ids
-from cartotheca.catalogue.auth import InternalGroups
+from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.db.models import Resource, User
 from cartotheca.errors import InvalidInput, NotFound
 from cartotheca.tasks.engine import Job, JobContext

@@ -226,7 +226,8 @@ class ResourceRoutes:
     def register_item(self, router: APIRouter) -> None:
         @router.get("/{resource_id}", summary=f"One of {self.prefix}")
         def detail(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
-                   settings: SettingsDep, include: Annotated[list[str] | None, Query(alias="include[]")] = None,
+                   settings: SettingsDep,
+                   include: Annotated[list[str] | None, Query(alias="include[]")] = None,
                    exclude: Annotated[list[str] | None, Query(alias="exclude[]")] = None,
                    api_preset: str | None = None) -> JSON:
             listing = catalogue.get_resource(db, principal, settings, resource_id,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
@@ -26,22 +26,22 @@ class ExecutionRequest(Base):
 
     id: Mapped[intpk]
     exec_id: Mapped[str] = mapped_column(String(36), unique=True, default=new_uuid)
-    user_id: Mapped[Optional[int]] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
     status: Mapped[str] = mapped_column(String(16), default="ready")
     func_name: Mapped[str] = mapped_column(String(64))
     action: Mapped[str] = mapped_column(String(32), default="unknown")
-    source: Mapped[Optional[str]] = mapped_column(String(64))
-    name: Mapped[Optional[str]] = mapped_column(String(255))
-    step: Mapped[Optional[str]] = mapped_column(String(255))
-    log: Mapped[Optional[str]] = mapped_column(Text)
+    source: Mapped[str | None] = mapped_column(String(64))
+    name: Mapped[str | None] = mapped_column(String(255))
+    step: Mapped[str | None] = mapped_column(String(255))
+    log: Mapped[str | None] = mapped_column(Text)
     input_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
     output_params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    resource_id: Mapped[Optional[int]] = mapped_column(
+    resource_id: Mapped[int | None] = mapped_column(
         ForeignKey("resources.id", ondelete="SET NULL"), index=True
     )
     attempts: Mapped[int] = mapped_column(default=0)
-    worker: Mapped[Optional[str]] = mapped_column(String(255))
-    heartbeat: Mapped[Optional[dt.datetime]]
+    worker: Mapped[str | None] = mapped_column(String(255))
+    heartbeat: Mapped[dt.datetime | None]
     created: Mapped[created_at]
-    finished: Mapped[Optional[dt.datetime]]
+    finished: Mapped[dt.datetime | None]
     last_updated: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
