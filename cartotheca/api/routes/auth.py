@@ -42,11 +42,16 @@ async def revoke_token(request: Request, db: DbDep, settings: SettingsDep) -> Re
     return await _oauth_call(request, db, settings, oauth.revocation_response)
 
 
-@router.api_route("/o/userinfo", methods=["GET", "POST"], tags=["auth"],
-                  summary="OIDC claims of the authenticated user")
 def userinfo(db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     claims, status, headers = oauth.userinfo(db, settings, principal)
     return JSON(claims, status_code=status, headers=headers)
+
+
+# OIDC allows both methods; separate operation ids keep the schema valid.
+router.get("/o/userinfo", tags=["auth"], summary="OIDC claims of the authenticated user",
+           operation_id="userinfo_get")(userinfo)
+router.post("/o/userinfo", tags=["auth"], summary="OIDC claims of the authenticated user",
+            operation_id="userinfo_post")(userinfo)
 
 
 @router.post("/account/login", tags=["auth"], summary="Open a cookie session")

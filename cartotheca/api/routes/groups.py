@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, StaffDep, list_context, read_body
 from cartotheca.api.responses import JSON, no_content
+from cartotheca.api.routes.resources import resource_list_response
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.groups import group_record
-from cartotheca.api.schemas.resources import RecordContext, records
 from cartotheca.api.schemas.users import user_record
 from cartotheca.catalogue import groups as catalogue
 from cartotheca.catalogue import resources
@@ -102,8 +102,5 @@ def managers(group_id: GroupId, db: DbDep, principal: PrincipalDep, settings: Se
 def group_resources(group_id: GroupId, request: Request, db: DbDep, principal: PrincipalDep,
                     settings: SettingsDep) -> JSON:
     profile = catalogue.get_group(db, principal, group_id)
-    listing = resources.list_resources(list_context(request, db, principal),
-                                       base=[Resource.group_id == profile.group_id])
-    items = records(listing, RecordContext(settings.site_base, principal))
-    return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
-                         page_size=listing.page_size))
+    return resource_list_response(request, db, principal, settings,
+                                  [Resource.group_id == profile.group_id])

@@ -296,6 +296,14 @@ class ResourceRoutes:
             return JSON({field_name: record[field_name]})
 
 
+def resource_list_response(request: Request, db, principal, settings, base: list) -> JSON:
+    """A ``resources`` page restricted by ``base`` (a user's, a group's resources)."""
+    listing = catalogue.list_resources(list_context(request, db, principal), base=base)
+    items = records(listing, RecordContext(settings.site_base, principal))
+    return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
+                         page_size=listing.page_size))
+
+
 def bulk_items(body: Any, singular: str, plural: str) -> tuple[list[Mapping[str, Any]], bool]:
     """One object, ``{singular: {...}}``, ``{plural: [...]}`` or a list (dynamic-rest)."""
     if isinstance(body, list):

@@ -16,9 +16,9 @@ from cartotheca.api.deps import (
     read_body,
 )
 from cartotheca.api.responses import JSON, no_content
+from cartotheca.api.routes.resources import resource_list_response
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.groups import group_record, owner_record
-from cartotheca.api.schemas.resources import RecordContext, records
 from cartotheca.api.schemas.users import user_record
 from cartotheca.catalogue import accounts
 from cartotheca.catalogue import resources as catalogue
@@ -102,11 +102,8 @@ def groups(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: Settin
 def resources(user_id: UserId, request: Request, db: DbDep, principal: PrincipalDep,
               settings: SettingsDep) -> JSON:
     user = accounts.get_user(db, principal, user_id)
-    listing = catalogue.list_resources(list_context(request, db, principal),
-                                       base=[Resource.owner_id == user.id])
-    items = records(listing, RecordContext(settings.site_base, principal))
-    return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
-                         page_size=listing.page_size))
+    return resource_list_response(request, db, principal, settings,
+                                  [Resource.owner_id == user.id])
 
 
 @router.post("/users/{user_id}/transfer_resources", summary="Give a user's resources to another")
