@@ -40,8 +40,9 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # PostgreSQL); SQLite's LIKE is not unless told so.
     cur.execute("PRAGMA case_sensitive_like=ON")
     cur.execute("PRAGMA cache_size=-16384")
-    # Pages read through mmap are shared between connections and processes (page cache).
-    cur.execute("PRAGMA mmap_size=1073741824")
+    # No mmap: mapped pages count as the server's resident memory; plain reads go through
+    # the kernel's page cache, which all connections and processes share anyway.
+    cur.execute("PRAGMA mmap_size=0")
     cur.close()
 
 
