@@ -76,8 +76,8 @@ def _identify(request: Request, db: Session, state: AppState) -> Principal:
     scheme, _, value = header.partition(" ")
     scheme = scheme.lower()
     if scheme == "basic":
-        user = auth.user_from_basic(db, value)
-        return auth.principal_for(db, user, state.groups, "basic")
+        user, memberships = auth.user_from_basic(db, value)
+        return auth.principal_for(db, user, state.groups, "basic", memberships=memberships)
     token = value if scheme == "bearer" else request.query_params.get("access_token")
     if header and scheme not in ("basic", "bearer"):
         raise AuthenticationFailed("Unsupported authorization scheme.")

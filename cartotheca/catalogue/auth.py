@@ -138,8 +138,9 @@ def anonymous(groups: InternalGroups) -> Principal:
 
 
 def principal_for(session: Session, user: User, groups: InternalGroups, via: str,
-                  scopes: frozenset[str] = frozenset()) -> Principal:
-    rows = session.execute(
+                  scopes: frozenset[str] = frozenset(),
+                  memberships: list[tuple[int, str]] | None = None) -> Principal:
+    rows = memberships if memberships is not None else session.execute(
         select(GroupMember.group_id, GroupMember.role).where(GroupMember.user_id == user.id)
     ).all()
     member = frozenset(gid for gid, _ in rows)
@@ -163,7 +164,8 @@ def load_internal_groups(session: Session, anonymous_name: str, registered_name:
     return InternalGroups(ids[anonymous_name], ids[registered_name])
 
 
-def user_from_basic(session: Session, header_value: str) -> User:
+def user_from_basic(session: Session, header_value: str) -> tuple[User, list[tuple[int, str]]]:
+    """The user of a Basic header and their group memberships, in one statement."""
     try:
         decoded = base64.b64decode(header_value.strip(), validate=True).decode("utf-8")
         username, sep, password = decoded.partition(":")
@@ -172,7 +174,12 @@ def user_from_basic(session: Session, header_value: str) -> User:
             "Invalid basic header. Credentials not correctly base64 encoded.") from None
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
-    user = session.scalar(select(User).where(User.username == username))
+    rows = session.execute(
+        select(User, GroupMember.group_id, GroupMember.role)
+        .outerjoin(GroupMember, GroupMember.user_id == User.id)
+        .where(User.username == username)
+    ).all()
+    user = rows[0][0] if rows else None
     if user is None:
         check_password(_dummy(), password)  # same cost whether or not the user exists
         raise AuthenticationFailed()
@@ -182,7 +189,7 @@ def user_from_basic(session: Session, header_value: str) -> User:
         CREDENTIALS.remember(user, password)
     if not user.is_active:
         raise AuthenticationFailed("User inactive or deleted.")
-    return user
+    return user, [(gid, role) for _, gid, role in rows if gid is not None]
 
 
 def user_from_bearer(session: Session, token: str) -> tuple[User | None, frozenset[str]]:

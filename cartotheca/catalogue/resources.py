@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, column, delete, func, or_, select, table
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from cartotheca.catalogue import permissions as perms
@@ -203,9 +204,26 @@ def paginate(session: Session, stmt: Select, order: Sequence[Any], ctx: ListCont
     stmt = stmt.order_by(*order)
     if page.size is not None:
         stmt = stmt.limit(page.size).offset((number - 1) * page.size)
-    rows = session.scalars(stmt.options(*options)).unique().all() if options else \
-        session.scalars(stmt).all()
-    return rows, total, number, page.size
+    if not options:
+        return session.scalars(stmt).all(), total, number, page.size
+    return _load_page(session, stmt, options), total, number, page.size
+
+
+def _load_page(session: Session, stmt: Select, options: Sequence[Any]) -> list[Any]:
+    """Ids of the page first, then the rows with their joined loads.
+
+    With OFFSET, joining owner, category, licence ... in the paging query would make the
+    database build those joins for every skipped row as well; this way only the page's rows
+    are joined, whatever the page number.
+    """
+    entity = stmt.column_descriptions[0]["entity"]
+    pk = sa_inspect(entity).primary_key[0]
+    ids = list(session.scalars(stmt.with_only_columns(pk)))
+    if not ids:
+        return []
+    rows = session.scalars(select(entity).where(pk.in_(ids)).options(*options)).unique().all()
+    by_id = {getattr(row, pk.key): row for row in rows}
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> list[ColumnElement]:

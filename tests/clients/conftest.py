@@ -89,7 +89,7 @@ def _settings_env(settings) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iterator[LiveServer]:
     """``cartotheca serve`` on a free port; depends on ``base_app`` so the schema exists first."""
     port = _free_port()
