@@ -13,13 +13,11 @@ import shutil
 import subprocess
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from sqlalchemy import select
 
 from cartotheca.db.models import GroupProfile, Keyword, Resource, User
@@ -39,21 +37,6 @@ def _geonodectl() -> str:
     if found is None:
         pytest.skip("geonodectl is not installed")
     return found
-
-
-def _has_route(method: str, path: str) -> bool:
-    """Whether the application registers ``method path`` (checked on a bare app, no database)."""
-    from cartotheca.api.app import include_routers
-
-    bare = FastAPI()
-    include_routers(bare)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # duplicate operation ids are not this test's concern
-        paths = bare.openapi().get("paths", {})
-    return method.lower() in paths.get(path, {})
-
-
-HAS_ASYNC_DELETE = _has_route("DELETE", "/api/v2/resources/{resource_id}/delete")
 
 
 @dataclass
@@ -173,8 +156,6 @@ def test_resources_list_search(ctl, db, settings, admin, as_json):
 
 
 @MODES
-@pytest.mark.xfail(not HAS_ASYNC_DELETE, strict=True,
-                   reason="DELETE resources/<pk>/delete (asynchronous delete) is not implemented yet")
 def test_resources_delete(ctl, db, settings, admin, api, as_json):
     gone = make_resource(db, settings, admin, "To be deleted")
     kept = make_resource(db, settings, admin, "To be kept")
@@ -435,3 +416,52 @@ def test_keywords_list(ctl, db, settings, admin, as_json):
     for name, row in rows.items():
         assert row["id"] == str(in_db[name].id)
         assert row["slug"] == in_db[name].slug
+
+
+@MODES
+def test_keywords_describe(ctl, db, settings, admin, as_json):
+    make_resource(db, settings, admin, "Soil moisture grid", keywords=["soil"])
+    keyword = fresh(db).scalars(select(Keyword).where(Keyword.name == "soil")).one()
+
+    record = ctl("keywords", "describe", keyword.id, as_json=as_json).json()
+
+    assert record["id"] == keyword.id and record["name"] == "soil" and record["slug"] == "soil"
+
+
+# -- group writes -------------------------------------------------------------------------
+
+@MODES
+def test_groups_create(ctl, db, as_json):
+    ctl("groups", "create", "--title", "River Watch", "--description", "Volunteers",
+        as_json=as_json)
+
+    profile = fresh(db).scalars(select(GroupProfile).where(GroupProfile.title == "River Watch")).one()
+    assert profile.slug == "river-watch" and profile.description == "Volunteers"
+
+
+@MODES
+def test_groups_patch(ctl, db, api, as_json):
+    group = make_group(db, "Soil Lab")
+    profile = fresh(db).scalars(select(GroupProfile).where(GroupProfile.group_id == group.id)).one()
+
+    ctl("groups", "patch", profile.id, "--set", '{"description": "Soil samples"}', as_json=as_json)
+
+    assert fresh(db).get(GroupProfile, profile.id).description == "Soil samples"
+    assert api.get(f"groups/{profile.id}").json()["group_profile"]["description"] == "Soil samples"
+
+
+@MODES
+def test_groups_delete(ctl, db, api, as_json):
+    gone = make_group(db, "Old Team")
+    kept = make_group(db, "New Team")
+    session = fresh(db)
+    gone_pk = session.scalars(select(GroupProfile.id).where(GroupProfile.group_id == gone.id)).one()
+    kept_pk = session.scalars(select(GroupProfile.id).where(GroupProfile.group_id == kept.id)).one()
+
+    ctl("groups", "delete", gone_pk, as_json=as_json)
+
+    session = fresh(db)
+    assert session.get(GroupProfile, gone_pk) is None
+    assert session.get(GroupProfile, kept_pk) is not None
+    assert api.get(f"groups/{gone_pk}").status_code == 404
+    ctl("groups", "describe", gone_pk, expect=1)
