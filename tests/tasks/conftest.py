@@ -41,6 +41,20 @@ def broker_url(worker_id_number) -> Iterator[str]:
     client.close()
 
 
+@pytest.fixture
+def rabbitmq_url(worker_id_number) -> Iterator[str]:
+    """RabbitMQ at 127.0.0.1:5672 (guest/guest)."""
+    try:
+        socket.create_connection(("127.0.0.1", 5672), timeout=1).close()
+    except OSError:
+        if os.environ.get("CI"):
+            pytest.fail("RabbitMQ is not reachable at 127.0.0.1:5672 but CI requires it")
+        pytest.skip("RabbitMQ not reachable")
+    # Messages left by an earlier run name executions of another database: the engine's claim
+    # finds no such row and drops them, so the shared "celery" queue needs no purge.
+    yield "amqp://guest:guest@127.0.0.1:5672//"
+
+
 @pytest.fixture(scope="session")
 def worker_id_number() -> int:
     # One Redis database per pytest-xdist worker (1..15), so parallel runs do not share queues.

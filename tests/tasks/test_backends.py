@@ -27,12 +27,13 @@ def wait_execution(client, status_url: str, headers, timeout: float = 60.0) -> d
     raise AssertionError(f"execution still {body['status']} after {timeout}s")
 
 
-@pytest.fixture(params=["inprocess", "celery"])
+@pytest.fixture(params=["inprocess", "celery-redis", "celery-rabbitmq"])
 def backend_client(request, make_app, spawn):
     if request.param == "inprocess":
         app = make_app(TASK_BACKEND="inprocess")
     else:
-        broker = request.getfixturevalue("broker_url")
+        fixture = "broker_url" if request.param == "celery-redis" else "rabbitmq_url"
+        broker = request.getfixturevalue(fixture)
         worker = spawn(["worker", "--concurrency", "2", "--loglevel", "warning"],
                        CARTOTHECA_TASK_BACKEND="celery", CARTOTHECA_CELERY_BROKER_URL=broker)
         worker.start()
