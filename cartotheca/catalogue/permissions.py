@@ -135,7 +135,8 @@ def perms_for(session: Session, principal: Principal, rows: Sequence[Resource]) 
         return {r.id: for_type(full, r.resource_type, r.subtype) for r in rows}
     granted: dict[int, set[str]] = {r.id: set() for r in rows}
     owned = [r.id for r in rows if principal.id is not None and r.owner_id == principal.id]
-    others = [r.id for r in rows if r.id not in set(owned)]
+    owned_set = set(owned)
+    others = [r.id for r in rows if r.id not in owned_set]
     if others:
         result = session.execute(
             select(ResourcePermission.resource_id, ResourcePermission.codename).where(
