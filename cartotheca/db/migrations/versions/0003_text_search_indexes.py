@@ -11,11 +11,11 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-# ``search`` and the i-operators compile to lower(column) LIKE '%term%'; a trigram index on
-# the same expression serves them. SQLite has no equivalent for infix LIKE and scans.
+# On PostgreSQL ``search`` and the i-operators compile to ``column ILIKE '%term%'``, which a
+# trigram index on the column serves. SQLite has no equivalent for infix LIKE and scans.
 INDEXES = {
-    "ix_resources_title_trgm": "lower(title)",
-    "ix_resources_abstract_trgm": "lower(abstract)",
+    "ix_resources_title_trgm": "title",
+    "ix_resources_abstract_trgm": "abstract",
 }
 
 
