@@ -149,3 +149,39 @@ def test_item_endpoints(client, world, role, kind):
             expected = manage_status(kind, role)
         assert response.status_code == expected, (role, kind, method, path, response.text)
         assert_no_leak(response, world, role)
+
+
+def test_unapproved_resources_under_moderation(make_app, db, settings):
+    """With ADMIN_MODERATE_UPLOADS, new resources wait for staff approval, as in GeoNode."""
+    from fastapi.testclient import TestClient
+
+    make_user(db, "olga")
+    member = make_user(db, "mario")
+    make_user(db, "rex")
+    team = make_group(db, "Hydro Team", members=[member])
+    app = make_app(ADMIN_MODERATE_UPLOADS=True)
+    with TestClient(app) as client:
+        created = client.post("/api/v2/resources", headers=basic("olga", PASSWORD),
+                              json={"title": "Awaiting approval", "group": {"pk": team.id}})
+        assert created.status_code == 201
+        record = created.json()["resource"]
+        assert record["is_approved"] is False
+        pk = record["pk"]
+
+        def titles(headers):
+            body = client.get("/api/v2/resources", headers=headers).json()
+            return {r["title"] for r in body["resources"]}
+
+        assert "Awaiting approval" in titles(basic("olga", PASSWORD))
+        assert "Awaiting approval" in titles(basic("mario", PASSWORD))
+        for outsider in ({}, basic("rex", PASSWORD)):
+            assert "Awaiting approval" not in titles(outsider)
+            assert client.get(f"/api/v2/resources/{pk}", headers=outsider).status_code == 404
+        # the owner may not approve their own resource; staff may
+        denied = client.patch(f"/api/v2/resources/{pk}", headers=basic("olga", PASSWORD),
+                              json={"is_approved": True})
+        assert denied.status_code == 403
+        approved = client.patch(f"/api/v2/resources/{pk}", headers=basic("admin", ADMIN_PASSWORD),
+                                json={"is_approved": True})
+        assert approved.status_code == 200 and approved.json()["resource"]["is_approved"] is True
+        assert "Awaiting approval" in titles({})
