@@ -18,10 +18,8 @@ def start_object(site: str, execution: ExecutionRequest) -> dict[str, Any]:
             "status_url": status_url(site, execution.exec_id)}
 
 
-def status_record(execution: ExecutionRequest, username: str | None) -> dict[str, Any]:
-    """The execution-status body: no wrapper, ``user`` is the user name."""
+def _timeline(execution: ExecutionRequest) -> dict[str, Any]:
     return {
-        "user": username,
         "status": execution.status,
         "func_name": execution.func_name,
         "created": iso(execution.created),
@@ -29,9 +27,13 @@ def status_record(execution: ExecutionRequest, username: str | None) -> dict[str
         "last_updated": iso(execution.last_updated),
         "input_params": execution.input_params,
         "output_params": execution.output_params,
-        "step": execution.step,
-        "log": execution.log,
     }
+
+
+def status_record(execution: ExecutionRequest, username: str | None) -> dict[str, Any]:
+    """The execution-status body: no wrapper, ``user`` is the user name."""
+    return {"user": username, **_timeline(execution), "step": execution.step,
+            "log": execution.log}
 
 
 def request_record(execution: ExecutionRequest, site: str) -> dict[str, Any]:
@@ -39,13 +41,7 @@ def request_record(execution: ExecutionRequest, site: str) -> dict[str, Any]:
     return {
         "exec_id": execution.exec_id,
         "user": execution.user_id,
-        "status": execution.status,
-        "func_name": execution.func_name,
-        "created": iso(execution.created),
-        "finished": iso(execution.finished),
-        "last_updated": iso(execution.last_updated),
-        "input_params": execution.input_params,
-        "output_params": execution.output_params,
+        **_timeline(execution),
         "geonode_resource": execution.resource_id,
         "step": execution.step,
         "log": execution.log,
