@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
 import orjson
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -143,6 +143,17 @@ def _form_values(items) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def list_query_params(
+    page: Annotated[str | None, Query(description="page number, or 'last'")] = None,
+    page_size: Annotated[str | None, Query(description="items per page")] = None,
+    search: Annotated[str | None, Query(description="free text")] = None,
+    search_fields: Annotated[list[str] | None, Query()] = None,
+    sort: Annotated[list[str] | None, Query(alias="sort[]", description="field or -field")] = None,
+    ordering: Annotated[str | None, Query(description="alias of sort[] (comma-separated)")] = None,
+) -> None:
+    """Documents the list parameters every collection takes; ``list_context`` reads them."""
 
 
 def list_context(request: Request, db: Session, principal: Principal) -> ListContext:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
-from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, list_context
+from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, list_context, list_query_params
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.reference import reference_records
@@ -16,19 +16,8 @@ from cartotheca.catalogue.reference import ReferenceCollection
 IdPath = Annotated[str, Path(description="integer id")]
 
 
-def list_params(
-    page: Annotated[str | None, Query(description="page number, or 'last'")] = None,
-    page_size: Annotated[str | None, Query(description="items per page")] = None,
-    search: Annotated[str | None, Query(description="free text")] = None,
-    search_fields: Annotated[list[str] | None, Query()] = None,
-    sort: Annotated[list[str] | None, Query(alias="sort[]", description="field or -field")] = None,
-    ordering: Annotated[str | None, Query(description="alias of sort[] (comma-separated)")] = None,
-) -> None:
-    """Documents the list parameters; the query string itself is read by ``list_context``."""
-
-
 def with_resources_params(
-    _common: Annotated[None, Depends(list_params)],
+    _common: Annotated[None, Depends(list_query_params)],
     with_resources: Annotated[str | None, Query(description="true: only items in use")] = None,
 ) -> None:
     """Categories and regions also take ``with_resources=true|false``."""
@@ -36,7 +25,7 @@ def with_resources_params(
 
 def register(router: APIRouter, collection: ReferenceCollection) -> None:
     name = collection.name
-    documented = with_resources_params if collection.with_resources else list_params
+    documented = with_resources_params if collection.with_resources else list_query_params
 
     @router.get(f"/api/v2/{name}", summary=f"List {name}", tags=[name],
                 dependencies=[Depends(documented)])

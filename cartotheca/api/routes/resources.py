@@ -20,6 +20,7 @@ from cartotheca.api.deps import (
     SettingsDep,
     UserDep,
     list_context,
+    list_query_params,
     read_body,
 )
 from cartotheca.api.responses import JSON, no_content
@@ -47,12 +48,7 @@ class ListParams:
 
     def __init__(
         self,
-        page: Annotated[str | None, Query(description="page number, or 'last'")] = None,
-        page_size: Annotated[str | None, Query(description="items per page")] = None,
-        search: Annotated[str | None, Query(description="free text")] = None,
-        search_fields: Annotated[list[str] | None, Query()] = None,
-        sort: Annotated[list[str] | None, Query(alias="sort[]", description="field or -field")] = None,
-        ordering: Annotated[str | None, Query(description="alias of sort[] (comma-separated)")] = None,
+        _common: Annotated[None, Depends(list_query_params)],
         extent: Annotated[str | None, Query(description="minx,miny,maxx,maxy in lon/lat")] = None,
         favorite: Annotated[str | None, Query(description="true: only the requester's favourites")] = None,
         include: Annotated[list[str] | None, Query(alias="include[]")] = None,
