@@ -91,6 +91,21 @@ class Settings(BaseSettings):
     PROXY_ALLOWED_HOSTS: list[str] = Field(default_factory=list)
     PROXY_URL: str = "/proxy/?url="
 
+    # Datasets: storage, uploads and the built-in map server
+    # "geopackage" (embedded: one GeoPackage per vector dataset under DATA_DIR) or
+    # "postgis" (scale-out: tables in the DATASTORE_URL database). Rasters are COGs either way.
+    STORAGE_BACKEND: str = "geopackage"
+    DATASTORE_URL: str | None = None  # PostGIS database for vector data (postgis backend)
+    RASTER_DIR: Path | None = None  # COG directory all workers share; default DATA_DIR/rasters
+    DEFAULT_WORKSPACE: str = "geonode"
+    DEFAULT_MAX_UPLOAD_SIZE: int = 104857600  # bytes, one upload (all its parts)
+    MAX_UNZIPPED_SIZE: int = 1073741824  # bytes, everything an archive may expand to
+    MAX_UNZIP_RATIO: int = 200  # expanded/compressed ratio beyond which an archive is a bomb
+    MAX_ARCHIVE_MEMBERS: int = 1000
+    WFS_COUNT_DEFAULT: int = 10000  # advertised CountDefault; the page size of a GetFeature
+    OWS_MAX_IMAGE_SIZE: int = 4096  # largest GetMap/GetLegendGraphic width or height
+    THUMBNAIL_SIZE: list[int] = Field(default_factory=lambda: [500, 200])
+
     # Events (spec §6)
     CHAT_ENABLED: bool = False
     CHAT_WEBHOOK_URLS: list[str] = Field(default_factory=list)
@@ -132,6 +147,10 @@ class Settings(BaseSettings):
         if self.DATABASE_URL:
             return self.DATABASE_URL
         return f"sqlite:///{(self.DATA_DIR / 'cartotheca.sqlite3').resolve()}"
+
+    @property
+    def raster_dir(self) -> Path:
+        return self.RASTER_DIR if self.RASTER_DIR is not None else self.DATA_DIR / "rasters"
 
     def ensure_data_dir(self) -> Path:
         self.DATA_DIR.mkdir(parents=True, exist_ok=True)

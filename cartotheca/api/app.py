@@ -95,19 +95,25 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 def include_routers(app: FastAPI) -> None:
     from cartotheca.api.routes import (
         auth,
+        datasets,
         discovery,
+        downloads,
         executions,
         groups,
+        monitoring,
+        ows,
         reference,
         resource_operations,
         resources,
+        tiles,
+        uploads,
         users,
     )
 
-    # resource_operations before resources: its fixed sub-paths must win over
-    # resources/{id}/{field_name}.
-    for module in (discovery, resource_operations, resources, executions, users, groups,
-                   reference, auth):
+    # resource_operations and datasets before resources: their fixed sub-paths must win over
+    # resources/{id}/{field_name} and datasets/{id}/{field_name}.
+    for module in (discovery, resource_operations, datasets, uploads, resources, executions, users,
+                   groups, reference, auth, ows, tiles, downloads, monitoring):
         app.include_router(module.router)
 
 

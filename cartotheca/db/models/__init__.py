@@ -9,6 +9,7 @@ from cartotheca.db.models.accounts import (
     User,
     WebSession,
 )
+from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.executions import ExecutionRequest
 from cartotheca.db.models.permissions import ResourcePermission
 from cartotheca.db.models.reference import (
@@ -35,6 +36,8 @@ __all__ = [
     "AccessToken",
     "Category",
     "ContactRole",
+    "Dataset",
+    "DatasetAttribute",
     "ExecutionRequest",
     "Favorite",
     "Group",
@@ -48,9 +51,11 @@ __all__ = [
     "ResourcePermission",
     "RestrictionCodeType",
     "SpatialRepresentationType",
+    "Style",
     "Thesaurus",
     "ThesaurusKeyword",
     "ThesaurusKeywordLabel",
+    "Upload",
     "User",
     "WebSession",
     "resource_keywords",

@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.datasets."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.downloads."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

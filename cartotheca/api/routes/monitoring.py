@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.monitoring."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

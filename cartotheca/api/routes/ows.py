@@ -1,0 +1,118 @@
+"""cartotheca.api.routes.ows: the map server's endpoints; one dispatcher for every OWS service.
+
+``/ows`` (and GeoServer's ``/geoserver/ows``, ``/geoserver/wms|wfs|wcs``) take KVP requests, or
+XML POST bodies, and hand them to ``cartotheca.ows.<service>.handle``. Handlers are synchronous
+(rendering and reading data are CPU and I/O bound), so they run in the thread pool.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from cartotheca.api.deps import get_db, get_principal, get_settings
+from cartotheca.catalogue.auth import Principal
+from cartotheca.errors import (
+    AuthenticationFailed,
+    CartothecaError,
+    NotAuthenticated,
+    PermissionDenied,
+)
+from cartotheca.ows.exceptions import OWSException, report
+from cartotheca.ows.request import OWSRequest
+from cartotheca.settings import Settings
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+
+SERVICES = {"WMS": "wms", "WFS": "wfs", "WCS": "wcs", "WMTS": "wmts"}
+# Requests that name their service implicitly (clients often omit SERVICE on GetMap)
+OPERATION_SERVICE = {
+    "GETMAP": "WMS", "GETFEATUREINFO": "WMS", "GETLEGENDGRAPHIC": "WMS", "GETSTYLES": "WMS",
+    "GETFEATURE": "WFS", "DESCRIBEFEATURETYPE": "WFS", "GETPROPERTYVALUE": "WFS",
+    "LISTSTOREDQUERIES": "WFS", "DESCRIBESTOREDQUERIES": "WFS",
+    "DESCRIBECOVERAGE": "WCS", "GETCOVERAGE": "WCS", "GETTILE": "WMTS",
+}
+
+
+async def _dispatch(request: Request, session: Session, principal: Principal, settings: Settings,
+                    path_service: str | None) -> Response:
+    params = {k.upper(): v for k, v in request.query_params.items()}
+    body = None
+    xml = None
+    if request.method == "POST":
+        body = await request.body()
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type == "application/x-www-form-urlencoded":
+            form = await request.form()
+            params.update({k.upper(): str(v) for k, v in form.items()})
+            body = None
+        elif body.strip():
+            from cartotheca import xmlsafe
+
+            try:
+                xml = xmlsafe.parse(body, "OWS request body")
+            except CartothecaError as exc:
+                return report(OWSException("OperationParsingFailed", exc.message),
+                              path_service or "WFS")
+            if xml.get("service"):
+                params.setdefault("SERVICE", xml.get("service"))
+            if xml.get("version"):
+                params.setdefault("VERSION", xml.get("version"))
+            params.setdefault("REQUEST", xml.tag.rsplit("}", 1)[-1])
+    service = (params.get("SERVICE") or path_service or "").upper()
+    if not service:
+        service = OPERATION_SERVICE.get((params.get("REQUEST") or "").upper(), "")
+    module_name = SERVICES.get(service)
+    if module_name is None:
+        return report(OWSException(
+            "InvalidParameterValue" if service else "MissingParameterValue",
+            f"Unknown service {service!r}" if service else "Parameter SERVICE is required",
+            locator="service"), "WFS")
+    params["SERVICE"] = service
+    ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
+                     service_url=_service_url(request, settings), method=request.method,
+                     body=body, xml=xml)
+    try:
+        module = importlib.import_module(f"cartotheca.ows.{module_name}")
+        return await run_in_threadpool(module.handle, ows)
+    except OWSException as exc:
+        return report(exc, service, params.get("VERSION"))
+    except (NotAuthenticated, AuthenticationFailed):
+        raise  # a 401 with the Basic challenge, so clients ask for credentials
+    except PermissionDenied as exc:
+        return report(OWSException("OperationProcessingFailed", exc.message, status=403),
+                      service, params.get("VERSION"))
+    except CartothecaError as exc:
+        return report(OWSException("InvalidParameterValue", exc.message), service,
+                      params.get("VERSION"))
+
+
+def _service_url(request: Request, settings: Settings) -> str:
+    # Capabilities advertise the public URL (SITEURL), so clients behind a proxy reach it.
+    return f"{settings.site_base}{request.url.path}"
+
+
+Db = Annotated[Session, Depends(get_db)]
+Who = Annotated[Principal, Depends(get_principal)]
+Conf = Annotated[Settings, Depends(get_settings)]
+
+
+@router.api_route("/ows", methods=["GET", "POST"])
+@router.api_route("/geoserver/ows", methods=["GET", "POST"])
+async def ows(request: Request, db: Db, principal: Who, settings: Conf) -> Response:
+    return await _dispatch(request, db, principal, settings, None)
+
+
+@router.api_route("/geoserver/{service}", methods=["GET", "POST"])
+async def ows_service(service: str, request: Request, db: Db, principal: Who, settings: Conf) -> Response:
+    if service.upper() not in SERVICES:
+        return report(OWSException("InvalidParameterValue", f"Unknown service {service}",
+                                   locator="service"), "WFS")
+    return await _dispatch(request, db, principal, settings, service.upper())

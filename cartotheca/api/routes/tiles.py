@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.tiles."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.uploads."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,1 @@
+"""cartotheca.geodata: reading uploaded files, storing datasets, exporting them."""
