@@ -75,14 +75,44 @@ def backend(database_url) -> str:
 
 
 @pytest.fixture(scope="session")
+def datastore_url(backend) -> Iterator[str | None]:
+    """The PostGIS datastore of the postgresql runs (vector data as tables); None on SQLite,
+    where datasets are GeoPackage files. Every dataset and OWS test so runs on both backends."""
+    if backend != "postgresql":
+        yield None
+        return
+    name = f"cartotheca_datastore_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    store = create_engine(url, isolation_level="AUTOCOMMIT")
+    with store.connect() as conn:
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS postgis"))
+    store.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
+            ), {"n": name})
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data")
 
 
 @pytest.fixture(scope="session")
-def make_settings(database_url, data_dir) -> Callable[..., Settings]:
+def make_settings(database_url, data_dir, datastore_url) -> Callable[..., Settings]:
+    storage = "postgis" if datastore_url else "geopackage"
+
     def build(**overrides) -> Settings:
         values = dict(DATA_DIR=data_dir, DATABASE_URL=database_url, ADMIN_USER="admin",
+                      STORAGE_BACKEND=storage, DATASTORE_URL=datastore_url,
                       ADMIN_PASSWORD=ADMIN_PASSWORD, SITEURL="http://testserver/",
                       SECRET_KEY="test-secret", PASSWORD_HASH_TIME_COST=1,
                       PASSWORD_HASH_MEMORY_KIB=1024, PASSWORD_HASH_PARALLELISM=1)

@@ -105,6 +105,8 @@ def include_routers(app: FastAPI) -> None:
         reference,
         resource_operations,
         resources,
+        styles,
+        thumbnails,
         tiles,
         uploads,
         users,
@@ -113,7 +115,7 @@ def include_routers(app: FastAPI) -> None:
     # resource_operations and datasets before resources: their fixed sub-paths must win over
     # resources/{id}/{field_name} and datasets/{id}/{field_name}.
     for module in (discovery, resource_operations, datasets, uploads, resources, executions, users,
-                   groups, reference, auth, ows, tiles, downloads, monitoring):
+                   groups, reference, auth, ows, tiles, downloads, styles, thumbnails, monitoring):
         app.include_router(module.router)
 
 

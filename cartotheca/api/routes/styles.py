@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.styles."""
+
+from fastapi import APIRouter
+
+router = APIRouter()

@@ -1,0 +1,5 @@
+"""cartotheca.api.routes.thumbnails."""
+
+from fastapi import APIRouter
+
+router = APIRouter()
