@@ -95,9 +95,10 @@ def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iter
     port = _free_port()
     log = tmp_path_factory.mktemp("live-log") / "server.log"
     server = LiveServer(url=f"http://127.0.0.1:{port}/", log=log)
-    # The same settings as the in-process app (database, admin, hashing cost ...), except where
-    # the server lives and keeps its files.
-    settings = make_settings(SITEURL=server.url, DATA_DIR=tmp_path_factory.mktemp("live-data"))
+    # The same settings as the in-process app (database, data directory, datastore, admin,
+    # hashing cost ...) except where the server lives, so datasets published by fixtures in
+    # this process are served by the live server too.
+    settings = make_settings(SITEURL=server.url)
     assert settings.DATABASE_URL == database_url and settings.ADMIN_PASSWORD == ADMIN_PASSWORD
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
     env.update(_settings_env(settings), CARTOTHECA_LOG_LEVEL="warning")
