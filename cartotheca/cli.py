@@ -64,7 +64,9 @@ def _prepare(settings: Settings, *, create_admin: bool = True) -> None:
 @main.command()
 @click.option("--concurrency", default=None, type=int, help="parallel executions (EXECUTION_WORKERS)")
 @click.option("--loglevel", default="info")
-def worker(concurrency: int | None, loglevel: str) -> None:
+@click.option("--beat", is_flag=True,
+              help="also schedule periodic tasks (the monitoring collection cycle); run it in one worker")
+def worker(concurrency: int | None, loglevel: str, beat: bool) -> None:
     """Run a Celery worker for executions (TASK_BACKEND=celery, broker CELERY_BROKER_URL)."""
     settings = _settings()
     _prepare(settings, create_admin=False)
@@ -74,7 +76,35 @@ def worker(concurrency: int | None, loglevel: str) -> None:
         "worker", f"--loglevel={loglevel}", "--pool=threads",
         f"--concurrency={concurrency or settings.EXECUTION_WORKERS}",
         "--without-gossip", "--without-mingle",
+        *(["--beat", f"--schedule={settings.ensure_data_dir() / 'celerybeat-schedule'}"] if beat else []),
     ])
+
+
+@main.group()
+def monitoring() -> None:
+    """Monitoring: usage metrics, exceptions and notifications."""
+
+
+@monitoring.command("collect")
+@click.option("--until", default=None, help="aggregate the periods ending by this UTC time (ISO 8601)")
+def monitoring_collect(until: str | None) -> None:
+    """Run one collection cycle: aggregate finished periods, evaluate notification checks."""
+    from cartotheca.db.session import make_engine, make_sessionmaker
+    from cartotheca.monitoring.collector import collect_once
+    from cartotheca.monitoring.validation import parse_timestamp
+
+    settings = _settings()
+    _prepare(settings, create_admin=False)
+    moment = parse_timestamp(until) if until else None
+    if until and moment is None:
+        raise click.BadParameter(f"not a date/time: {until}", param_hint="--until")
+    engine = make_engine(settings)
+    try:
+        report = collect_once(settings, make_sessionmaker(engine), until=moment)
+    finally:
+        engine.dispose()
+    click.echo(f"Aggregated {len(report.periods)} period(s); {len(report.alerts)} failing check(s); "
+               f"{len(report.mailed)} alert(s) e-mailed.")
 
 
 @main.command()

@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     OWS_MAX_IMAGE_SIZE: int = 4096  # largest GetMap/GetLegendGraphic width or height
     THUMBNAIL_SIZE: list[int] = Field(default_factory=lambda: [500, 200])
 
+    # Tiles and coverages (XYZ, WMTS, WCS)
+    TILE_MAX_AGE: int = 300  # seconds browsers may reuse a tile before revalidating its ETag
+    WCS_MAX_PIXELS: int = 400_000_000  # largest GetCoverage output, width x height x bands
+
     # Events (spec §6)
     CHAT_ENABLED: bool = False
     CHAT_WEBHOOK_URLS: list[str] = Field(default_factory=list)
@@ -119,6 +123,27 @@ class Settings(BaseSettings):
     EXECUTION_HEARTBEAT_SECONDS: float = 5.0
     EXECUTION_MAX_ATTEMPTS: int = 2
     EXECUTION_STEP_DELAY: float = 0.0  # seconds each job step waits; for crash-recovery tests
+
+    # Monitoring (usage metrics, exceptions, threshold notifications; GeoNode's names)
+    MONITORING_ENABLED: bool = True
+    MONITORING_DATA_TTL: int = 365  # days metric values, exceptions and their requests are kept
+    MONITORING_REQUESTS_TTL: int = 1  # days raw request events without an exception are kept
+    MONITORING_COLLECTION_INTERVAL: int = 60  # seconds; the period metric values are stored in
+    MONITORING_FLUSH_INTERVAL: float = 5.0  # seconds between writes of captured requests
+    MONITORING_BUFFER_SIZE: int = 100000  # captured requests held in memory at most
+    MONITORING_SKIP_PATHS: list[str] = Field(
+        default_factory=lambda: ["/monitoring/", "/static/", "/favicon.ico"]
+    )  # path prefixes not captured; entries starting with "^" are regular expressions
+    MONITORING_HOST_NAME: str | None = None  # default: this machine's host name
+    MONITORING_SERVICE_NAME: str | None = None  # default: "<host>-core"
+    MONITORING_NOTIFICATION_GRACE_PERIOD: int = 600  # seconds; default of new notification checks
+    EMAIL_HOST: str = "localhost"
+    EMAIL_PORT: int = 25
+    EMAIL_HOST_USER: str = ""
+    EMAIL_HOST_PASSWORD: str = ""
+    EMAIL_USE_TLS: bool = False  # STARTTLS
+    EMAIL_USE_SSL: bool = False  # SMTP over TLS from the start
+    DEFAULT_FROM_EMAIL: str = "webmaster@localhost"
 
     # Server
     HOST: str = "127.0.0.1"

@@ -15,6 +15,8 @@ from cartotheca.catalogue import accounts
 from cartotheca.catalogue.auth import InternalGroups
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.monitoring.capture import CaptureMiddleware
+from cartotheca.monitoring.collector import Monitor
 from cartotheca.settings import Settings, get_settings
 from cartotheca.tasks.engine import build_engine, start_backend
 
@@ -57,14 +59,20 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         session.commit()
 
     tasks = build_engine(settings, sessions)
+    monitor = Monitor.for_app(settings, sessions) if settings.MONITORING_ENABLED else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         # Worker threads (or the Celery producer) live as long as the served app.
         backend = start_backend(tasks)
+        if monitor is not None:
+            # With Celery a beat task runs the collection cycle once for every process.
+            monitor.start(aggregate=settings.TASK_BACKEND != "celery")
         try:
             yield
         finally:
+            if monitor is not None:
+                monitor.stop()
             backend.shutdown()
             tasks.backend = None
 
@@ -86,9 +94,14 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
         tasks=tasks,
     )
+    app.state.monitoring = monitor
     add_exception_handlers(app)
     include_routers(app)
     app.add_middleware(TrailingSlash)
+    if monitor is not None:
+        # Outermost, so it times the whole request and sees the path as the client sent it.
+        app.add_middleware(CaptureMiddleware, buffer=monitor.buffer,
+                           skip_paths=settings.MONITORING_SKIP_PATHS)
     return app
 
 

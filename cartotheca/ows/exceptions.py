@@ -81,6 +81,8 @@ def _ows_report(exc: OWSException, service: str, version: str | None) -> Respons
     # WFS 2.0 and WCS 2.0 use OWS Common 1.1 (ows/1.1); WFS 1.1.0 uses OWS 1.0.0
     if service == "WFS" and version and version.startswith("1."):
         ns, report_version = "http://www.opengis.net/ows", "1.0.0"
+    elif service == "WCS":  # WCS 2.0 is built on OWS Common 2.0
+        ns, report_version = "http://www.opengis.net/ows/2.0", "2.0.0"
     else:
         ns, report_version = "http://www.opengis.net/ows/1.1", "2.0.0"
     locator = f" locator={quoteattr(exc.locator)}" if exc.locator else ""

@@ -6,12 +6,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from cartotheca.catalogue import permission_specs
+from cartotheca.catalogue import permission_specs, publishing, uploads
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
-from cartotheca.db.models import Resource, User
-from cartotheca.errors import InvalidInput, NotFound
+from cartotheca.db.models import Resource, Upload, User
+from cartotheca.errors import CartothecaError, InvalidInput, NotFound
+from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.tasks.engine import Job, JobContext
 
 
@@ -103,6 +104,59 @@ def ingest(ctx: JobContext) -> dict[str, Any]:
     return create(ctx)
 
 
+def import_upload(ctx: JobContext) -> dict[str, Any]:
+    """Publish the files of an upload (the dataset upload endpoint's execution).
+
+    Retries are safe: the journal in the staging folder says what a killed attempt had begun
+    to store, and that is removed before starting again. Staged files are removed once the
+    import ends either way (after the commit on success, so a retry still finds them).
+    """
+    upload_id = ctx.params["upload_id"]
+    staging = uploads.staging_dir(ctx.settings, ctx.params["staging"])
+    bind = ctx.session.get_bind()
+    failure: dict[str, str] = {}
+
+    def failed() -> None:
+        uploads.mark_invalid(bind, upload_id, failure.get("reason") or "the import failed")
+        uploads.remove_staged(staging)
+
+    ctx.on_failure(failed)
+    uploads.set_state(bind, upload_id, uploads.RUNNING, exec_id=ctx.execution.exec_id)
+    try:
+        principal = _principal(ctx)
+        files = {field: staging / name for field, name in ctx.params["files"].items()}
+        options = dict(ctx.params["options"])
+        for field, key in (("sld_file", "sld"), ("xml_file", "xml")):
+            if field in files:
+                options[key] = files[field]
+        resources = publishing.publish_files(
+            ctx.session, ctx.settings, principal, files, IngestOptions.from_mapping(options),
+            key=ctx.execution.exec_id.replace("-", ""), workdir=staging / "work",
+            progress=lambda step, _pct: ctx.step(step), on_stored=ctx.on_failure,
+            journal=publishing.Journal(staging / publishing.JOURNAL_NAME),
+        )
+        ctx.step("finishing")
+        upload = ctx.session.get(Upload, upload_id)
+        first = resources[0] if resources else None
+        uploads.mark_processed(upload, first, first.srid if first else None)
+        ctx.execution.resource_id = first.id if first else None
+    except Exception as exc:
+        failure["reason"] = (exc.message if isinstance(exc, CartothecaError)
+                             else f"{type(exc).__name__}: {exc}")
+        raise
+    publishing.after_commit(ctx.session, lambda: uploads.remove_staged(staging))
+    return _upload_summary(ctx, resources)
+
+
+def _upload_summary(ctx: JobContext, resources: list[Resource]) -> dict[str, Any]:
+    site = ctx.settings.site_base
+    return {
+        "resources": [{"id": r.id, "detail_url": f"/catalogue/#/dataset/{r.id}"} for r in resources],
+        "detail_url": [f"{site}/catalogue/#/dataset/{r.id}" for r in resources],
+        "output": {"uuids": [r.uuid for r in resources]},
+    }
+
+
 JOBS: dict[str, Job] = {
     "set_permissions": set_permissions,
     "remove_permissions": remove_permissions,
@@ -111,4 +165,5 @@ JOBS: dict[str, Job] = {
     "copy": copy,
     "create": create,
     "ingest": ingest,
+    "import_upload": import_upload,
 }

@@ -44,6 +44,10 @@ OPERATION_SERVICE = {
 async def _dispatch(request: Request, session: Session, principal: Principal, settings: Settings,
                     path_service: str | None) -> Response:
     params = {k.upper(): v for k, v in request.query_params.items()}
+    # Keys that repeat (WCS SUBSET, one per axis) keep every value here
+    multi: dict[str, list[str]] = {}
+    for key, value in request.query_params.multi_items():
+        multi.setdefault(key.upper(), []).append(value)
     body = None
     xml = None
     if request.method == "POST":
@@ -52,6 +56,8 @@ async def _dispatch(request: Request, session: Session, principal: Principal, se
         if content_type == "application/x-www-form-urlencoded":
             form = await request.form()
             params.update({k.upper(): str(v) for k, v in form.items()})
+            for key, value in form.multi_items():
+                multi.setdefault(key.upper(), []).append(str(value))
             body = None
         elif body.strip():
             from cartotheca import xmlsafe
@@ -78,7 +84,7 @@ async def _dispatch(request: Request, session: Session, principal: Principal, se
     params["SERVICE"] = service
     ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
                      service_url=_service_url(request, settings), method=request.method,
-                     body=body, xml=xml)
+                     body=body, xml=xml, extra={"multi_params": multi})
     try:
         module = importlib.import_module(f"cartotheca.ows.{module_name}")
         return await run_in_threadpool(module.handle, ows)

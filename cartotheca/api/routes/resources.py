@@ -8,8 +8,8 @@ favourites and bulk semantics work for every type through one code path.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated, Any
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy import update
@@ -27,7 +27,8 @@ from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.resources import RecordContext, records, select_fields
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue.resources import Listing
+from cartotheca.catalogue.query import FieldMap
+from cartotheca.catalogue.resources import RESOURCE_FIELDS, Listing
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Resource
 from cartotheca.errors import InvalidInput, MethodNotAllowed, PermissionDenied
@@ -69,6 +70,8 @@ class ResourceRoutes:
     types: Sequence[str] | None = None  # None: every type
     can_create: bool = True
     can_delete: bool = True
+    fields: FieldMap = field(default_factory=lambda: RESOURCE_FIELDS, repr=False)
+    related_fields: ClassVar[tuple[str, ...]] = RELATED_FIELDS
 
     def router(self) -> APIRouter:
         router = APIRouter(prefix=f"/api/v2/{self.prefix}", tags=[self.prefix])
@@ -82,24 +85,34 @@ class ResourceRoutes:
     def base(self) -> list:
         return [Resource.resource_type.in_(self.types)] if self.types else []
 
-    def serialise(self, request: Request, listing: Listing, ctx: RecordContext,
+    def records(self, db, listing: Listing, ctx: RecordContext, *,
+                detail: bool = False) -> list[dict[str, Any]]:
+        """The wire records of ``listing``; typed collections add their extra fields here."""
+        return records(listing, ctx)
+
+    def apply_patch(self, db, principal, settings, row: Resource, body: Any,
+                    current: dict[str, Any] | None = None) -> None:
+        """Validate and apply a client's field object to one record of this collection."""
+        catalogue.patch_resource(db, principal, settings, row, body, current)
+
+    def serialise(self, db, listing: Listing, ctx: RecordContext,
                   params: ListParams | None = None) -> list[dict[str, Any]]:
-        items = records(listing, ctx)
+        items = self.records(db, listing, ctx)
         if params is not None:
             items = [select_fields(i, params.include, params.exclude, params.api_preset) for i in items]
         return items
 
-    def page(self, request: Request, listing: Listing, ctx: RecordContext,
+    def page(self, request: Request, db, listing: Listing, ctx: RecordContext,
              params: ListParams, key: str | None = None) -> JSON:
-        items = self.serialise(request, listing, ctx, params)
+        items = self.serialise(db, listing, ctx, params)
         return JSON(envelope(request, key or self.plural, items, total=listing.total,
                              page=listing.page, page_size=listing.page_size))
 
     def record_context(self, settings, principal) -> RecordContext:
         return RecordContext(settings.site_base, principal, self.prefix)
 
-    def one(self, listing: Listing, ctx: RecordContext, status: int = 200) -> JSON:
-        return JSON({self.singular: records(listing, ctx)[0]}, status_code=status)
+    def one(self, db, listing: Listing, ctx: RecordContext, status: int = 200) -> JSON:
+        return JSON({self.singular: self.records(db, listing, ctx, detail=True)[0]}, status_code=status)
 
     # -- lists --------------------------------------------------------------------------
 
@@ -108,8 +121,8 @@ class ResourceRoutes:
         def list_items(request: Request, db: DbDep, principal: PrincipalDep,
                        settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
-            listing = catalogue.list_resources(ctx, base=self.base())
-            return self.page(request, listing, self.record_context(settings, principal), params)
+            listing = catalogue.list_resources(ctx, base=self.base(), fields=self.fields)
+            return self.page(request, db, listing, self.record_context(settings, principal), params)
 
         if self.prefix != "resources":
             return
@@ -119,7 +132,7 @@ class ResourceRoutes:
                      settings: SettingsDep, params: ListParamsDep) -> JSON:
                 ctx = list_context(request, db, principal)
                 listing = catalogue.list_resources(ctx, base=[flag.is_(True)])
-                return self.page(request, listing, self.record_context(settings, principal), params)
+                return self.page(request, db, listing, self.record_context(settings, principal), params)
             return view
 
         router.get("/approved", summary="Approved resources")(flagged(Resource.is_approved))
@@ -132,7 +145,7 @@ class ResourceRoutes:
             ctx = list_context(request, db, principal)
             ctx.params["favorite"] = ["true"]
             listing = catalogue.list_resources(ctx)
-            return self.page(request, listing, self.record_context(settings, principal), params,
+            return self.page(request, db, listing, self.record_context(settings, principal), params,
                              key="favorites")
 
         @router.get("/resource_types", summary="Resource types with visible counts")
@@ -158,8 +171,8 @@ class ResourceRoutes:
                     catalogue.load_many(db, [r.id for r in created]), len(created), 1, None))
                 ctx = self.record_context(settings, principal)
                 if many:
-                    return JSON({self.plural: records(listing, ctx)}, status_code=201)
-                return self.one(listing, ctx, status=201)
+                    return JSON({self.plural: self.records(db, listing, ctx)}, status_code=201)
+                return self.one(db, listing, ctx, status=201)
 
         @router.patch("", summary=f"Bulk update {self.prefix}")
         def patch_many(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep,
@@ -174,12 +187,13 @@ class ResourceRoutes:
             rows = catalogue.load_many(db, ids, self.types)
             for row, data in zip(rows, items, strict=True):
                 catalogue.ensure_visible(db, principal, settings, row)
-                catalogue.patch_resource(db, principal, settings, row,
-                                         {k: v for k, v in data.items() if k not in ("id", "pk")})
+                self.apply_patch(db, principal, settings, row,
+                                 {k: v for k, v in data.items() if k not in ("id", "pk")})
             db.commit()
             listing = catalogue.decorate(db, principal, Listing(
                 catalogue.load_many(db, ids), len(ids), 1, None))
-            return JSON({self.plural: records(listing, self.record_context(settings, principal))})
+            ctx = self.record_context(settings, principal)
+            return JSON({self.plural: self.records(db, listing, ctx)})
 
         if self.can_delete:
             @router.delete("", status_code=204, summary=f"Delete many {self.prefix}")
@@ -228,7 +242,7 @@ class ResourceRoutes:
                    api_preset: str | None = None) -> JSON:
             listing = catalogue.get_resource(db, principal, settings, resource_id,
                                              resource_type=self.types)
-            record = records(listing, self.record_context(settings, principal))[0]
+            record = self.records(db, listing, self.record_context(settings, principal), detail=True)[0]
             return JSON({self.singular: select_fields(record, include or [], exclude or [],
                                                       api_preset)})
 
@@ -239,11 +253,11 @@ class ResourceRoutes:
             listing = catalogue.get_resource(db, principal, settings, resource_id,
                                              resource_type=self.types)
             ctx = self.record_context(settings, principal)
-            current = records(listing, ctx)[0]
-            catalogue.patch_resource(db, principal, settings, listing.rows[0], body, current)
+            current = self.records(db, listing, ctx, detail=True)[0]
+            self.apply_patch(db, principal, settings, listing.rows[0], body, current)
             db.commit()
             listing = catalogue.get_resource(db, principal, settings, resource_id)
-            return self.one(listing, ctx)
+            return self.one(db, listing, ctx)
 
         @router.put("/{resource_id}", summary=f"Update one of {self.prefix}")
         def put(resource_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep,
@@ -284,12 +298,17 @@ class ResourceRoutes:
         @router.get("/{resource_id}/{field_name}", summary="Related objects of one field")
         def related(resource_id: IdPath, field_name: str, db: DbDep, principal: PrincipalDep,
                     settings: SettingsDep) -> JSON:
-            if field_name not in RELATED_FIELDS:
+            if field_name not in self.related_fields:
                 raise InvalidInput(f"Invalid field name: {field_name}")
             listing = catalogue.get_resource(db, principal, settings, resource_id,
                                              resource_type=self.types)
-            record = records(listing, self.record_context(settings, principal))[0]
-            return JSON({field_name: record[field_name]})
+            record = self.records(db, listing, self.record_context(settings, principal), detail=True)[0]
+            return JSON({self.related_key(field_name): record[field_name]})
+
+    def related_key(self, field_name: str) -> str:
+        """The key the related objects of ``field_name`` are returned under (dynamic-rest names
+        it after the related serializer)."""
+        return field_name
 
 
 def resource_list_response(request: Request, db, principal, settings, base: list) -> JSON:
@@ -343,9 +362,8 @@ def _query_update_values(body: Mapping[str, Any]) -> dict[str, Any]:
 
 router = APIRouter()
 router.include_router(ResourceRoutes("resources", "resources", "resource").router())
-# Typed collections over the same code path (geonodectl's dataset/documents commands use them).
+# Typed collections over the same code path (geonodectl's documents commands use them).
 # Creation goes through uploads, so the plain POST is not offered here.
-router.include_router(ResourceRoutes("datasets", "datasets", "dataset", types=("dataset",),
-                                     can_create=False, can_delete=False).router())
+# The datasets collection is a subclass with the dataset extras, in routes/datasets.py.
 router.include_router(ResourceRoutes("documents", "documents", "document", types=("document",),
                                      can_create=False).router())

@@ -1,5 +1,104 @@
-"""cartotheca.api.routes.uploads."""
+"""cartotheca.api.routes.uploads: the dataset upload endpoint and the upload records.
 
-from fastapi import APIRouter
+An upload is received part by part into its staging folder, checked as far as possible
+without reading the data (a 400 before anything exists), recorded, and imported by an
+execution whose start object is the answer.
+"""
 
-router = APIRouter()
+from __future__ import annotations
+
+import uuid as uuid_mod
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_state, list_context, read_body
+from cartotheca.api.multipart import StagedForm, stage_multipart
+from cartotheca.api.responses import JSON, no_content
+from cartotheca.api.schemas.common import envelope
+from cartotheca.api.schemas.executions import start_object
+from cartotheca.api.schemas.uploads import final_step, upload_record
+from cartotheca.catalogue import uploads
+from cartotheca.db.models import Resource
+from cartotheca.errors import NotFound
+
+router = APIRouter(tags=["uploads"])
+
+
+@router.api_route("/api/v2/uploads/upload", methods=["POST", "PUT"],
+                  summary="Upload a dataset (multipart; asynchronous import)")
+async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+    token = uuid_mod.uuid4().hex
+    folder = uploads.staging_dir(settings, token)
+    form = await stage_multipart(request, folder, settings.DEFAULT_MAX_UPLOAD_SIZE)
+    try:
+        body = await run_in_threadpool(_start, request, db, principal, settings, form, token)
+    except BaseException:
+        uploads.remove_staged(folder)
+        raise
+    return JSON(body)
+
+
+def _start(request: Request, db, principal, settings, form: StagedForm, token: str) -> dict:
+    uploads.sweep_abandoned(db, settings)
+    files = {name: form.path(name) for name in form.files}
+    upload, params = uploads.begin_upload(db, settings, principal, form.fields, files, token, form.total)
+    tasks = app_state(request).tasks
+    execution = tasks.submit(db, user_id=principal.id, func_name="import_upload", action="import",
+                             input_params=params, source="upload_workflow",
+                             name=files["base_file"].name)
+    upload.exec_id = execution.exec_id
+    db.commit()
+    tasks.dispatch(execution.exec_id)
+    return start_object(settings.site_base, execution)
+
+
+@router.get("/api/v2/uploads", summary="Uploads and the state of their import")
+def list_uploads(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+    listing = uploads.list_uploads(list_context(request, db, principal))
+    items = [upload_record(u, e, settings.site_base) for u, e in listing.rows]
+    return JSON(envelope(request, "uploads", items, total=listing.total, page=listing.page,
+                         page_size=listing.page_size))
+
+
+@router.get("/api/v2/uploads/{upload_id}", summary="One upload record")
+def get_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+    upload, execution = uploads.get_upload(db, principal, upload_id)
+    return JSON({"upload": upload_record(upload, execution, settings.site_base)})
+
+
+@router.api_route("/api/v2/uploads/{upload_id}", methods=["PUT", "PATCH"],
+                  summary="Upload records are read-only; unchanged fields are accepted")
+def update_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep,
+                  body=Depends(read_body)) -> JSON:
+    upload, execution = uploads.get_upload(db, principal, upload_id)
+    record = upload_record(upload, execution, settings.site_base)
+    uploads.check_update(record, body)
+    return JSON({"upload": record})
+
+
+@router.delete("/api/v2/uploads/{upload_id}", status_code=204, summary="Forget an upload")
+def delete_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep):
+    upload, execution = uploads.get_upload(db, principal, upload_id)
+    uploads.delete_upload(db, settings, upload, execution)
+    db.commit()
+    return no_content()
+
+
+@router.get("/api/v2/uploads/{upload_id}/{field_name}", summary="One field of an upload record")
+def upload_field(upload_id: str, field_name: str, db: DbDep, principal: UserDep,
+                 settings: SettingsDep) -> JSON:
+    upload, execution = uploads.get_upload(db, principal, upload_id)
+    record = upload_record(upload, execution, settings.site_base)
+    if field_name not in record:
+        raise NotFound(f"Unknown field {field_name}")
+    return JSON({field_name: record[field_name]})
+
+
+@router.api_route("/upload/final", methods=["PUT", "GET", "POST"],
+                  summary="Legacy status check of an upload")
+def upload_final(db: DbDep, principal: PrincipalDep, settings: SettingsDep,
+                 upload_id: str = Query(alias="id")) -> JSON:
+    upload, execution = uploads.get_upload(db, principal, upload_id)
+    resource = db.get(Resource, upload.resource_id) if upload.resource_id else None
+    return JSON(final_step(upload, execution, resource, settings.site_base))

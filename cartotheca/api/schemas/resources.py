@@ -9,6 +9,7 @@ from typing import Any
 
 from cartotheca.api.schemas.common import iso
 from cartotheca.api.schemas.users import user_record
+from cartotheca.catalogue import links
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.resources import CONTACT_ROLES, Listing
 from cartotheca.db.models import Resource
@@ -94,7 +95,7 @@ def resource_record(r: Resource, listing: Listing, ctx: RecordContext) -> dict[s
         "is_published": r.is_published,
         "is_approved": r.is_approved,
         "detail_url": detail_url(site, r),
-        "embed_url": r.embed_url or "",
+        "embed_url": links.embed_url(site, r) or r.embed_url or "",
         "created": iso(r.created),
         "last_updated": iso(r.last_updated),
         "raw_abstract": _raw(r.abstract),
@@ -108,17 +109,22 @@ def resource_record(r: Resource, listing: Listing, ctx: RecordContext) -> dict[s
         "subtype": r.subtype,
         "sourcetype": r.sourcetype,
         "is_copyable": r.is_copyable,
-        "download_url": None,
-        "download_urls": [],
+        "download_url": links.download_url(site, r),
+        "download_urls": download_urls(site, r),
         "extent": {"coords": [r.ll_minx, r.ll_miny, r.ll_maxx, r.ll_maxy], "srid": "EPSG:4326"}
         if r.ll_minx is not None else {"coords": [-180.0, -90.0, 180.0, 90.0], "srid": "EPSG:4326"},
         "favorite": r.id in listing.favorites,
         "thumbnail_url": r.thumbnail_url,
-        "links": [],
+        "links": [link.as_dict() for link in links.resource_links(site, r)],
         "link": f"{site}/api/v2/{ctx.collection}/{r.id}",
         "metadata_uploaded_preserve": r.metadata_uploaded_preserve,
     }
     return record
+
+
+def download_urls(site: str, r: Resource) -> list[dict[str, Any]]:
+    url = links.download_url(site, r)
+    return [{"url": url, "ajax_safe": True, "default": True}] if url else []
 
 
 def _tkeyword(t) -> dict[str, Any]:

@@ -11,6 +11,21 @@ from cartotheca.db.models.accounts import (
 )
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.executions import ExecutionRequest
+from cartotheca.db.models.monitoring import (
+    CollectionClaim,
+    ExceptionEvent,
+    MetricLabel,
+    MetricNotificationCheck,
+    MetricValue,
+    MonitoredResource,
+    MonitoredService,
+    MonitoringHost,
+    MonitoringMetric,
+    NotificationCheck,
+    NotificationMetricDefinition,
+    NotificationReceiver,
+    RequestEvent,
+)
 from cartotheca.db.models.permissions import ResourcePermission
 from cartotheca.db.models.reference import (
     Category,
@@ -35,9 +50,11 @@ from cartotheca.db.models.resources import (
 __all__ = [
     "AccessToken",
     "Category",
+    "CollectionClaim",
     "ContactRole",
     "Dataset",
     "DatasetAttribute",
+    "ExceptionEvent",
     "ExecutionRequest",
     "Favorite",
     "Group",
@@ -45,8 +62,19 @@ __all__ = [
     "GroupProfile",
     "Keyword",
     "License",
+    "MetricLabel",
+    "MetricNotificationCheck",
+    "MetricValue",
+    "MonitoredResource",
+    "MonitoredService",
+    "MonitoringHost",
+    "MonitoringMetric",
+    "NotificationCheck",
+    "NotificationMetricDefinition",
+    "NotificationReceiver",
     "OAuthApplication",
     "Region",
+    "RequestEvent",
     "Resource",
     "ResourcePermission",
     "RestrictionCodeType",

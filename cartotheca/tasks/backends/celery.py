@@ -21,6 +21,18 @@ def run_execution(exec_id: str) -> None:
     worker_engine().run(exec_id)
 
 
+def collect_monitoring() -> None:
+    """The monitoring collection cycle, scheduled by beat once per interval for all servers.
+
+    Servers only write their captured requests; this aggregates them. Each period is claimed
+    in the database, so a second beat (or a late run) never collects a period twice.
+    """
+    from cartotheca.monitoring.collector import collect_once
+
+    engine = worker_engine()
+    collect_once(engine.settings, engine.sessions)
+
+
 def make_celery(broker_url: str) -> Celery:
     app = Celery("cartotheca", broker=broker_url)
     app.conf.update(
@@ -35,6 +47,15 @@ def make_celery(broker_url: str) -> Celery:
         broker_connection_retry_on_startup=True,
     )
     app.task(name="cartotheca.run_execution")(run_execution)
+    app.task(name="cartotheca.collect_monitoring", ignore_result=True)(collect_monitoring)
+    settings = get_settings()
+    if settings.MONITORING_ENABLED:
+        app.conf.beat_schedule = {"collect-monitoring": {
+            "task": "cartotheca.collect_monitoring",
+            "schedule": float(settings.MONITORING_COLLECTION_INTERVAL),
+            # A cycle that could not start within its interval is dropped, not queued up.
+            "options": {"expires": float(settings.MONITORING_COLLECTION_INTERVAL)},
+        }}
     return app
 
 

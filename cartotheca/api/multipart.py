@@ -1,0 +1,195 @@
+"""cartotheca.api.multipart: stream a multipart upload straight to a staging folder.
+
+Starlette's form parser spools files in the temporary directory and only then hands them over;
+uploads of data files instead go part by part to their staging folder as the bytes arrive, and
+the size limit is enforced while reading, so an oversized upload is refused without ever being
+held in memory or written beyond the limit.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
+from starlette.requests import Request
+
+from cartotheca.errors import InvalidInput, LimitExceeded, ParseError, UnsupportedMediaType
+
+MAX_TEXT_FIELD = 1 << 20  # a text part (permissions JSON, flags) larger than this is refused
+DRAIN_FACTOR = 2  # after a refusal, read at most this many times the limit before hanging up
+# Parts sent only as a convenience copy of base_file (geonodectl sends a zip twice).
+DUPLICATE_PARTS = ("zip_file",)
+
+
+@dataclass
+class StagedFile:
+    field: str
+    filename: str
+    relative: str  # path under the staging folder
+    size: int = 0
+
+
+@dataclass
+class StagedForm:
+    folder: Path
+    fields: dict[str, str] = field(default_factory=dict)
+    files: dict[str, StagedFile] = field(default_factory=dict)
+    total: int = 0
+
+    def path(self, name: str) -> Path:
+        return self.folder / self.files[name].relative
+
+
+def safe_filename(raw: str, fallback: str) -> str:
+    """The base name of a client's file name, without directories or control characters."""
+    name = raw.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(c for c in unicodedata.normalize("NFC", name) if unicodedata.category(c)[0] != "C")
+    name = re.sub(r"\s+", " ", name).strip().lstrip(".")
+    return name[:200] or fallback
+
+
+class TooLarge(LimitExceeded):
+    code = "total_upload_size_exceeded"
+
+
+class _Receiver:
+    """python-multipart callbacks writing each part where it belongs."""
+
+    def __init__(self, form: StagedForm, limit: int):
+        self.form, self.limit = form, limit
+        self.headers: dict[bytes, bytes] = {}
+        self.header_field = b""
+        self.header_value = b""
+        self.name = ""
+        self.text: bytearray | None = None
+        self.handle: IO[bytes] | None = None
+        self.current: StagedFile | None = None
+        self.error: Exception | None = None
+
+    def callbacks(self) -> dict:
+        return {"on_part_begin": self.on_part_begin, "on_part_data": self.on_part_data,
+                "on_part_end": self.on_part_end, "on_header_field": self.on_header_field,
+                "on_header_value": self.on_header_value, "on_header_end": self.on_header_end,
+                "on_headers_finished": self.on_headers_finished}
+
+    def on_part_begin(self) -> None:
+        self.headers = {}
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self.header_field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self.header_value += data[start:end]
+
+    def on_header_end(self) -> None:
+        self.headers[self.header_field.lower()] = self.header_value
+        self.header_field = self.header_value = b""
+
+    def on_headers_finished(self) -> None:
+        _, options = parse_options_header(self.headers.get(b"content-disposition", b""))
+        try:
+            self.name = options.get(b"name", b"").decode("utf-8")
+            filename = options.get(b"filename")
+            filename = filename.decode("utf-8") if filename is not None else None
+        except UnicodeDecodeError:
+            raise ParseError("multipart part names must be UTF-8") from None
+        if not re.fullmatch(r"[A-Za-z0-9_\-\[\]]{1,64}", self.name):
+            raise InvalidInput(f"unexpected form field name {self.name[:64]!r}")
+        self.text, self.handle, self.current = None, None, None
+        if filename is None:
+            self.text = bytearray()
+            return
+        if self.name in self.form.files:
+            raise InvalidInput(f"{self.name}: sent more than once")
+        if self.name in DUPLICATE_PARTS:
+            return  # counted against the limit, not stored
+        staged = StagedFile(self.name, safe_filename(filename, self.name),
+                            f"{self.name}/{safe_filename(filename, self.name)}")
+        target = self.form.folder / staged.relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = target.open("xb")
+        self.current = staged
+        self.form.files[self.name] = staged
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        size = end - start
+        self.form.total += size
+        if self.form.total > self.limit:
+            raise TooLarge(f"Total upload size exceeds {self.limit} bytes")
+        if self.text is not None:
+            if len(self.text) + size > MAX_TEXT_FIELD:
+                raise InvalidInput(f"{self.name}: a text field may hold at most {MAX_TEXT_FIELD} bytes")
+            self.text += data[start:end]
+        elif self.handle is not None:
+            self.handle.write(data[start:end])
+            assert self.current is not None
+            self.current.size += size
+
+    def on_part_end(self) -> None:
+        if self.text is not None:
+            try:
+                self.form.fields[self.name] = self.text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ParseError(f"{self.name}: form text must be UTF-8") from None
+        if self.handle is not None:
+            self.handle.close()
+        self.text, self.handle = None, None
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
+async def stage_multipart(request: Request, folder: Path, limit: int) -> StagedForm:
+    """Receive the request's multipart body into ``folder``; on any error the folder is removed."""
+    content_type, options = parse_options_header(request.headers.get("content-type", ""))
+    if content_type != b"multipart/form-data" or b"boundary" not in options:
+        raise UnsupportedMediaType("An upload must be sent as multipart/form-data")
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
+        # Parts' headers take some room; clearly oversized bodies are refused unread.
+        await _drain(request, 0, limit * DRAIN_FACTOR)
+        raise TooLarge(f"Total upload size exceeds {limit} bytes")
+    form = StagedForm(folder)
+    folder.mkdir(parents=True, exist_ok=False)
+    receiver = _Receiver(form, limit)
+    parser = MultipartParser(options[b"boundary"], receiver.callbacks())
+    received = 0
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            parser.write(chunk)
+        parser.finalize()
+        if parser.state not in (MultipartState.END, MultipartState.END_BOUNDARY):
+            # A body cut short would otherwise pass as a shorter, valid-looking file.
+            raise ParseError("The multipart body is incomplete (no closing boundary)")
+    except Exception as exc:
+        receiver.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, TooLarge):
+            await _drain(request, received, limit * DRAIN_FACTOR)
+            raise
+        if isinstance(exc, (InvalidInput, UnsupportedMediaType)):
+            raise
+        raise ParseError(f"The multipart body could not be read: {exc}") from None
+    finally:
+        receiver.close()
+    return form
+
+
+async def _drain(request: Request, received: int, cap: int | None = None) -> None:
+    """Read what the client is still sending (without keeping it) so it gets the answer
+    instead of a reset connection; stop at ``cap`` bytes."""
+    try:
+        async for chunk in request.stream():
+            received += len(chunk)
+            if cap is not None and received > cap:
+                return
+    except Exception:
+        return

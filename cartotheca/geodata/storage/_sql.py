@@ -1,0 +1,236 @@
+"""cartotheca.geodata.storage._sql: the query path both vector stores share.
+
+A ``FeatureQuery`` becomes one SQLAlchemy Core SELECT (attribute predicate, fids, sort, paging,
+all as bound parameters); each store adds its bbox prefilter and how geometries come back.
+Geometries are decoded per batch into shapely, masked by the exact spatial predicate and
+reprojected with pyproj (always x/y order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sqlalchemy as sa
+
+from cartotheca.errors import InvalidInput
+from cartotheca.geodata.storage import FeatureBatch, FeatureQuery, StoredLayer
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+
+@lru_cache(maxsize=128)
+def _crs(text: str):
+    from pyproj import CRS
+
+    return CRS.from_user_input(text)
+
+
+@lru_cache(maxsize=128)
+def transformer(source: str, target: str):
+    """A pyproj transformer between two CRS texts (None when they are the same CRS)."""
+    from pyproj import Transformer
+
+    src, dst = _crs(source), _crs(target)
+    if src == dst:
+        return None
+    return Transformer.from_crs(src, dst, always_xy=True)
+
+
+def reproject(geometries: np.ndarray, source: str, target: str) -> np.ndarray:
+    import shapely
+
+    transform = transformer(source, target)
+    if transform is None or len(geometries) == 0:
+        return geometries
+    return shapely.transform(geometries, lambda x, y: transform.transform(x, y), interleaved=False)
+
+
+def bbox_to_native(bbox: tuple[float, float, float, float], bbox_crs: str | None,
+                   native: str | None) -> tuple[float, float, float, float]:
+    if not bbox_crs or not native:
+        return bbox
+    try:
+        transform = transformer(bbox_crs, native)
+    except Exception as exc:
+        raise InvalidInput(f"unknown coordinate reference system {bbox_crs!r}: {exc}") from None
+    if transform is None:
+        return bbox
+    return tuple(transform.transform_bounds(*bbox, densify_pts=21))  # type: ignore[return-value]
+
+
+class SQLVectorStore:
+    """Query logic over an SQLAlchemy table; subclasses say how to connect and decode."""
+
+    name: str
+
+    # -- what a backend provides --------------------------------------------------------------
+
+    def table(self, stored: StoredLayer) -> sa.Table:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _engine(self, stored: StoredLayer) -> Engine:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _geometry_expression(self, stored: StoredLayer, table: sa.Table) -> Any:
+        return table.c[stored.geometry_column]
+
+    def _bbox_clause(self, stored: StoredLayer, table: sa.Table,
+                     bbox: tuple[float, float, float, float]) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _decode(self, values: list[Any]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def native_crs(self, stored: StoredLayer) -> str | None:
+        if stored.srid:
+            return f"EPSG:{stored.srid}"
+        return stored.crs_wkt or None
+
+    # -- the interface ------------------------------------------------------------------------
+
+    def query(self, stored: StoredLayer, query: FeatureQuery) -> FeatureBatch:
+        batches = list(self.iter_batches(stored, query, batch_size=50000))
+        if not batches:
+            return self._empty(stored, query)
+        if len(batches) == 1:
+            return batches[0]
+        return FeatureBatch(
+            fids=[f for b in batches for f in b.fids],
+            geometries=np.concatenate([b.geometries for b in batches]),
+            properties={k: [v for b in batches for v in b.properties[k]] for k in batches[0].properties},
+        )
+
+    def iter_batches(self, stored: StoredLayer, query: FeatureQuery,
+                     batch_size: int = 10000) -> Iterator[FeatureBatch]:
+        table = self.table(stored)
+        names = self._property_names(stored, table, query.properties)
+        predicate = query.geometry_predicate
+        statement = self._select(stored, table, query, names, paged=predicate is None)
+        skip = query.offset if predicate is not None else 0
+        remaining = query.limit if predicate is not None else None
+        if remaining is not None and remaining <= 0:
+            return
+        with self._engine(stored).connect() as conn:
+            result = self._stream(conn, statement, batch_size)
+            for rows in result.partitions(batch_size):
+                batch = self._batch(stored, rows, names)
+                if predicate is not None:
+                    mask = np.asarray(predicate(batch.geometries), dtype=bool)
+                    batch = _take(batch, np.flatnonzero(mask))
+                    if skip:
+                        dropped = min(skip, len(batch))
+                        skip -= dropped
+                        batch = _take(batch, np.arange(dropped, len(batch)))
+                    if remaining is not None:
+                        batch = _take(batch, np.arange(min(remaining, len(batch))))
+                        remaining -= len(batch)
+                if len(batch):
+                    yield self._reprojected(stored, batch, query.out_crs)
+                if remaining is not None and remaining <= 0:
+                    break
+            result.close()
+
+    def count(self, stored: StoredLayer, query: FeatureQuery) -> int:
+        """Features matching the query's filters (its offset and limit are not applied)."""
+        if query.geometry_predicate is not None:
+            unpaged = FeatureQuery(bbox=query.bbox, bbox_crs=query.bbox_crs, where=query.where,
+                                   geometry_predicate=query.geometry_predicate, properties=[],
+                                   fids=query.fids)
+            return sum(len(b) for b in self.iter_batches(stored, unpaged, batch_size=50000))
+        table = self.table(stored)
+        statement = sa.select(sa.func.count()).select_from(table)
+        statement = statement.where(*self._filters(stored, table, query))
+        with self._engine(stored).connect() as conn:
+            return int(conn.execute(statement).scalar_one())
+
+    def distinct(self, stored: StoredLayer, column: str, limit: int = 1000) -> list[Any]:
+        table = self.table(stored)
+        if column not in table.c or column == stored.geometry_column:
+            raise InvalidInput(f"{stored.layer} has no attribute {column!r}")
+        col = table.c[column]
+        statement = sa.select(col).where(col.is_not(None)).distinct().order_by(col).limit(limit)
+        with self._engine(stored).connect() as conn:
+            return list(conn.execute(statement).scalars())
+
+    # -- building the statement ---------------------------------------------------------------
+
+    def _property_names(self, stored: StoredLayer, table: sa.Table, wanted: list[str] | None) -> list[str]:
+        attributes = [c.name for c in table.columns
+                      if c.name not in (stored.geometry_column, stored.fid_column)]
+        if wanted is None:
+            return attributes
+        unknown = [n for n in wanted if n not in attributes]
+        if unknown:
+            raise InvalidInput(f"{stored.layer} has no attribute {', '.join(map(repr, unknown))}")
+        return list(wanted)
+
+    def _filters(self, stored: StoredLayer, table: sa.Table, query: FeatureQuery) -> list[Any]:
+        clauses = []
+        if query.bbox is not None:
+            bbox = bbox_to_native(tuple(map(float, query.bbox)), query.bbox_crs, self.native_crs(stored))
+            clauses.append(self._bbox_clause(stored, table, bbox))
+        if query.fids is not None:
+            clauses.append(table.c[stored.fid_column].in_([int(f) for f in query.fids]))
+        if query.where is not None:
+            clauses.append(query.where(table))
+        return clauses
+
+    def _select(self, stored: StoredLayer, table: sa.Table, query: FeatureQuery, names: list[str],
+                paged: bool) -> sa.Select:
+        fid = table.c[stored.fid_column]
+        geometry = self._geometry_expression(stored, table).label("__geometry")
+        statement = sa.select(fid, geometry, *(table.c[n] for n in names))
+        statement = statement.where(*self._filters(stored, table, query))
+        order = []
+        for field_name, ascending in query.sort:
+            if field_name not in table.c or field_name == stored.geometry_column:
+                raise InvalidInput(f"{stored.layer} has no attribute {field_name!r} to sort on")
+            column = table.c[field_name]
+            order.append(column.asc() if ascending else column.desc())
+        statement = statement.order_by(*order, fid.asc())
+        if paged:
+            if query.offset:
+                statement = statement.offset(int(query.offset))
+            if query.limit is not None:
+                statement = statement.limit(max(int(query.limit), 0))
+        return statement
+
+    def _stream(self, conn: Connection, statement: sa.Select, batch_size: int):
+        return conn.execution_options(stream_results=True, yield_per=batch_size).execute(statement)
+
+    # -- results ------------------------------------------------------------------------------
+
+    def _batch(self, stored: StoredLayer, rows: list[Any], names: list[str]) -> FeatureBatch:
+        fids = [row[0] for row in rows]
+        geometries = self._decode([row[1] for row in rows])
+        properties = {name: [row[i + 2] for row in rows] for i, name in enumerate(names)}
+        return FeatureBatch(fids=fids, geometries=geometries, properties=properties)
+
+    def _reprojected(self, stored: StoredLayer, batch: FeatureBatch, out_crs: str | None) -> FeatureBatch:
+        native = self.native_crs(stored)
+        if out_crs and native:
+            try:
+                batch.geometries = reproject(batch.geometries, native, out_crs)
+            except InvalidInput:
+                raise
+            except Exception as exc:
+                raise InvalidInput(f"cannot reproject to {out_crs!r}: {exc}") from None
+        return batch
+
+    def _empty(self, stored: StoredLayer, query: FeatureQuery) -> FeatureBatch:
+        names = self._property_names(stored, self.table(stored), query.properties)
+        return FeatureBatch(fids=[], geometries=np.empty(0, dtype=object), properties={n: [] for n in names})
+
+
+def _take(batch: FeatureBatch, index: np.ndarray) -> FeatureBatch:
+    if len(index) == len(batch):
+        return batch
+    return FeatureBatch(
+        fids=[batch.fids[i] for i in index],
+        geometries=batch.geometries[index],
+        properties={k: [v[i] for i in index] for k, v in batch.properties.items()},
+    )

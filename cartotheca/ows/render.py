@@ -1,0 +1,544 @@
+"""cartotheca.ows.render: map images of datasets with mapnik (WMS, tiles, thumbnails, downloads).
+
+A mapnik ``Map`` (datasources opened, styles compiled) costs far more to build than a small
+render, so built maps are kept in a pool keyed by what they draw: the datasets (and when they
+last changed), their styles, the TIME slice and the output CRS. mapnik maps are not thread-safe,
+so a map is taken out of the pool for the length of one render and put back afterwards; two
+threads drawing the same layers build two maps.
+
+Vector layers read the store's own datasource (GeoPackage through OGR, PostGIS through mapnik's
+``postgis`` plugin, both using their spatial index); rasters are COGs read by mapnik's ``gdal``
+plugin, which picks overviews. A TIME slice becomes SQL on the datasource, because mapnik's
+expressions know no dates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import mapnik
+import pyproj
+from lxml import etree
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import select
+from sqlalchemy.orm import object_session
+
+from cartotheca.db.models import Style
+from cartotheca.errors import InvalidInput
+from cartotheca.geodata.storage import raster_store, stored_layer, vector_store
+from cartotheca.ows import sld as sldlib
+from cartotheca.ows.styles import default_sld
+from cartotheca.settings import Settings
+
+# MIME type → mapnik encoder name. "png" is 32-bit RGBA; "png8" a 256-colour palette.
+IMAGE_FORMATS = {
+    "image/png": "png32", "image/png; mode=32bit": "png32", "image/png32": "png32",
+    "image/png8": "png8", "image/png; mode=8bit": "png8",
+    "image/jpeg": "jpeg85", "image/jpg": "jpeg85",
+    "image/webp": "webp",
+    "application/pdf": "pdf",
+}
+OPAQUE_FORMATS = {"jpeg85"}
+POOL_SIZE = 64  # idle maps kept, over all keys
+BUFFER_PIXELS = 32  # features just outside the view still draw their marker, label or outline
+
+
+@dataclass
+class LayerSpec:
+    """One layer of a render: a dataset, its SLD (None: its default style), an optional TIME
+    value (WMS syntax) and an opacity."""
+
+    resource: Any
+    dataset: Any
+    sld: str | None = None
+    time: str | None = None
+    opacity: float = 1.0
+
+
+class InvalidTime(InvalidInput):
+    """A TIME value that is not ISO 8601 (WMS: InvalidDimensionValue)."""
+
+
+def available_formats() -> list[str]:
+    formats = ["image/png", "image/png8", "image/jpeg"]
+    if mapnik.has_webp():
+        formats.append("image/webp")
+    if mapnik.has_cairo():
+        formats.append("application/pdf")
+    return formats
+
+
+# -- CRS --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CRSInfo:
+    code: str  # "EPSG:4326"
+    srs: str  # what mapnik reads
+    lat_first: bool  # the CRS's own axis order starts with north (WMS 1.3.0 BBOX order)
+
+
+_URN = re.compile(r"^(?:urn:ogc:def:crs:EPSG:[\d.]*:|urn:x-ogc:def:crs:EPSG:[\d.]*:"
+                  r"|https?://www\.opengis\.net/def/crs/EPSG/0/|EPSG:)(\d+)$", re.IGNORECASE)
+# OGC's lon/lat CRSs from WMS 1.3.0 annex B
+CRS_CODES = {"CRS:84": 4326, "CRS:83": 4269, "CRS:27": 4267,
+             "URN:OGC:DEF:CRS:OGC:1.3:CRS84": 4326, "HTTP://WWW.OPENGIS.NET/DEF/CRS/OGC/1.3/CRS84": 4326}
+EPSG_ALIASES = {900913: 3857, 3785: 3857, 102100: 3857, 102113: 3857}
+
+
+@lru_cache(maxsize=512)
+def parse_crs(value: str) -> CRSInfo:
+    """A CRS as WMS clients name it (EPSG:n, CRS:84, URNs); ``InvalidInput`` if unknown."""
+    text = value.strip()
+    if text.upper() in CRS_CODES:
+        epsg = CRS_CODES[text.upper()]
+        return CRSInfo(code=text.upper() if text.upper().startswith("CRS:") else "CRS:84",
+                       srs=f"epsg:{epsg}", lat_first=False)
+    match = _URN.match(text)
+    if not match:
+        raise InvalidInput(f"CRS {value!r} is not supported; use EPSG:<code>")
+    epsg = int(match.group(1))
+    epsg = EPSG_ALIASES.get(epsg, epsg)
+    try:
+        crs = pyproj.CRS.from_epsg(epsg)
+    except pyproj.exceptions.CRSError:
+        raise InvalidInput(f"EPSG:{epsg} is not a known CRS") from None
+    axes = crs.axis_info
+    lat_first = bool(axes) and axes[0].direction.lower() in ("north", "south")
+    return CRSInfo(code=f"EPSG:{epsg}", srs=f"epsg:{epsg}", lat_first=lat_first)
+
+
+def dataset_srs(dataset: Any) -> str:
+    if dataset.native_srid:
+        return f"epsg:{int(dataset.native_srid)}"
+    if dataset.native_crs:
+        return _wkt_to_proj(dataset.native_crs)
+    return "epsg:4326"
+
+
+@lru_cache(maxsize=128)
+def _wkt_to_proj(wkt: str) -> str:
+    crs = pyproj.CRS.from_user_input(wkt)
+    epsg = crs.to_epsg()
+    return f"epsg:{epsg}" if epsg else crs.to_proj4()
+
+
+# -- styles -----------------------------------------------------------------------------------
+
+def _stored_styles(dataset: Any) -> list[tuple[str, str, str]]:
+    """(name, workspace, sld_body) of the dataset's styles, default first: the loaded
+    relationship when the caller loaded it, else one query in the row's own session."""
+    state = sa_inspect(dataset, raiseerr=False)
+    if state is None:
+        return []
+    if "styles" not in state.unloaded:
+        styles = sorted(dataset.styles, key=lambda s: (not s.is_default, s.id))
+        return [(s.name, s.workspace, s.sld_body) for s in styles]
+    session = object_session(dataset)
+    if session is None:
+        return []
+    stmt = select(Style.name, Style.workspace, Style.sld_body).where(
+        Style.dataset_id == dataset.resource_id).order_by(Style.is_default.desc(), Style.id)
+    return [tuple(row) for row in session.execute(stmt)]
+
+
+class UnknownStyle(InvalidInput):
+    """A style name the dataset does not have (WMS: StyleNotDefined)."""
+
+
+def dataset_sld(dataset: Any, style_name: str | None = None) -> str:
+    """The SLD of a dataset's style named ``style_name`` (None: its default), read through
+    the session the dataset row belongs to; a generated default if it has none stored. The
+    dataset's own name always names its default style (capabilities list it so when the
+    dataset has no stored style)."""
+    own_names = (dataset.name, f"{dataset.workspace}:{dataset.name}")
+    rows = _stored_styles(dataset)
+    for name, workspace, body in rows:
+        if style_name in (name, f"{workspace}:{name}"):
+            return body
+    if rows and (style_name is None or style_name in own_names):
+        return rows[0][2]  # default first; with none marked default, the first style
+    if style_name is not None and style_name not in own_names:
+        raise UnknownStyle(f"Style {style_name} is not defined for {dataset.workspace}:{dataset.name}")
+    kind = "raster" if dataset.storage == "cog" else "vector"
+    return default_sld(dataset.name, kind, dataset.geometry_type, dataset.raster_info)
+
+
+# -- TIME -------------------------------------------------------------------------------------
+
+_ISO = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6})\d*)?)?"
+                  r"(Z|[+-]\d{2}:?\d{2})?)?)?)?$")
+
+
+def parse_time(value: str) -> list[tuple[dt.datetime, dt.datetime]]:
+    """WMS TIME (instants, reduced-precision periods and start/end[/resolution] ranges, comma
+    separated) as closed intervals of naive UTC datetimes. "2020" covers the whole year."""
+    intervals = []
+    for part in value.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "/" in part:
+            pieces = part.split("/")
+            if len(pieces) not in (2, 3):
+                raise InvalidTime(f"TIME range {part!r} is not start/end[/period]")
+            intervals.append((_period(pieces[0])[0], _period(pieces[1])[1]))
+        else:
+            intervals.append(_period(part))
+    if not intervals:
+        raise InvalidTime("TIME has no value")
+    return intervals
+
+
+def _period(text: str) -> tuple[dt.datetime, dt.datetime]:
+    match = _ISO.match(text.strip())
+    if not match:
+        raise InvalidTime(f"TIME value {text!r} is not an ISO 8601 date or time")
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        start = dt.datetime(int(year), int(month or 1), int(day or 1), int(hour or 0),
+                            int(minute or 0), int(second or 0), int((fraction or "0").ljust(6, "0")))
+    except ValueError as exc:
+        raise InvalidTime(f"TIME value {text!r}: {exc}") from None
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        start -= sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    if hour is not None:
+        end = start
+        if second is None:
+            end = start + dt.timedelta(minutes=1) - dt.timedelta(microseconds=1)
+    elif day is not None:
+        end = start + dt.timedelta(days=1) - dt.timedelta(microseconds=1)
+    elif month is not None:
+        nxt = start.replace(year=start.year + 1, month=1) if start.month == 12 \
+            else start.replace(month=start.month + 1)
+        end = nxt - dt.timedelta(microseconds=1)
+    else:
+        end = start.replace(year=start.year + 1) - dt.timedelta(microseconds=1)
+    return start, end
+
+
+def to_datetime(value: Any) -> dt.datetime | None:
+    """A stored time attribute value (datetime, date or ISO text) as naive UTC."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    try:
+        return _period(str(value).strip())[0]
+    except InvalidTime:
+        return None
+
+
+def time_matches(start: Any, end: Any, intervals: list[tuple[dt.datetime, dt.datetime]]) -> bool:
+    first = to_datetime(start)
+    if first is None:
+        return False
+    last = to_datetime(end) or first
+    return any(first <= hi and last >= lo for lo, hi in intervals)
+
+
+_TIME_VALUES: OrderedDict[tuple, list[str]] = OrderedDict()
+_TIME_LOCK = threading.Lock()
+
+
+def time_values(settings: Settings, resource: Any, dataset: Any) -> list[str]:
+    """The distinct TIME values of a time-enabled dataset, ISO 8601 UTC, ascending; read from
+    the store once per dataset version."""
+    key = (_settings_key(settings), dataset.resource_id, getattr(resource, "last_updated", None),
+           dataset.time_attribute)
+    with _TIME_LOCK:
+        if key in _TIME_VALUES:
+            _TIME_VALUES.move_to_end(key)
+            return _TIME_VALUES[key]
+    if not dataset.time_attribute or dataset.storage == "cog":
+        return []
+    values = vector_store(settings, dataset.storage).distinct(stored_layer(dataset), dataset.time_attribute)
+    times = sorted({t for t in (to_datetime(v) for v in values) if t is not None})
+    result = [format_time(t) for t in times]
+    with _TIME_LOCK:
+        _TIME_VALUES[key] = result
+        while len(_TIME_VALUES) > 256:
+            _TIME_VALUES.popitem(last=False)
+    return result
+
+
+def format_time(value: dt.datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def _time_params(params: dict[str, Any], dataset: Any, value: str) -> dict[str, Any]:
+    """The datasource restricted to features whose [time, time_end] meets the TIME value."""
+    intervals = parse_time(value)
+    start_col = dataset.time_attribute
+    end_col = dataset.time_end_attribute or start_col
+    kind = params.get("type")
+    if kind == "ogr":
+        def norm(col: str) -> str:
+            return f"strftime('%Y-%m-%dT%H:%M:%f', {_ident(col)})"
+
+        def lit(value: dt.datetime) -> str:
+            return "'" + value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}'"
+    elif kind == "postgis":
+        def norm(col: str) -> str:
+            return f"CAST({_ident(col)} AS timestamp)"
+
+        def lit(value: dt.datetime) -> str:
+            return "TIMESTAMP '" + value.strftime("%Y-%m-%d %H:%M:%S.%f") + "'"
+    else:
+        raise InvalidInput(f"TIME cannot be applied to a {kind} datasource")
+    start, end = norm(start_col), f"COALESCE({norm(end_col)}, {norm(start_col)})"
+    where = " OR ".join(f"({start} <= {lit(hi)} AND {end} >= {lit(lo)})" for lo, hi in intervals)
+    out = dict(params)
+    if kind == "ogr":
+        layer = out.pop("layer", None) or dataset.layer
+        out.pop("layer_by_index", None)
+        out["layer_by_sql"] = f"SELECT * FROM {_ident(layer)} WHERE {where}"
+    else:
+        out["table"] = f"(SELECT * FROM {out['table']} WHERE {where}) AS time_slice"
+    return out
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- map building -----------------------------------------------------------------------------
+
+def _layer_key(spec: LayerSpec, sld: str) -> tuple:
+    dataset, resource = spec.dataset, spec.resource
+    return (dataset.resource_id, dataset.storage, dataset.location, dataset.layer,
+            getattr(resource, "last_updated", None), hashlib.sha1(sld.encode()).hexdigest(),
+            spec.time, round(float(spec.opacity), 3))
+
+
+def _datasource(settings: Settings, spec: LayerSpec, style: sldlib.UserStyle) -> dict[str, Any]:
+    dataset = spec.dataset
+    if dataset.storage == "cog":
+        params: dict[str, Any] = {"type": "gdal", "file": raster_store(settings).path(dataset.location)}
+        colorized = any(el.find("RasterColorizer") is not None
+                        for rule in style.rules for el in rule.symbolizers)
+        if colorized or style.raster_band:
+            # mapnik colours raw values only when one band is read as data
+            params["band"] = str(style.raster_band or 1)
+        return params
+    params = dict(vector_store(settings, dataset.storage).mapnik_datasource(stored_layer(dataset)))
+    resource = spec.resource
+    if params.get("type") == "postgis" and "extent" not in params and resource.bbox_x0 is not None:
+        # Saves mapnik an extent query over the whole table when the map is built
+        params["extent"] = f"{resource.bbox_x0},{resource.bbox_y0},{resource.bbox_x1},{resource.bbox_y1}"
+    if spec.time and dataset.has_time and dataset.time_attribute:
+        params = _time_params(params, dataset, spec.time)
+    return params
+
+
+def _map_xml(settings: Settings, specs: list[LayerSpec], slds: list[str], srs: str) -> str:
+    root = etree.Element("Map", srs=srs)
+    root.set("buffer-size", str(BUFFER_PIXELS))
+    layers = []
+    for index, (spec, text) in enumerate(zip(specs, slds, strict=True)):
+        style = sldlib.first_user_style(text)
+        names = []
+        for style_el in sldlib.mapnik_styles(style, f"l{index}", spec.opacity):
+            root.append(style_el)
+            names.append(style_el.get("name"))
+        layer = etree.Element("Layer", name=f"l{index}", srs=dataset_srs(spec.dataset))
+        for name in names:
+            etree.SubElement(layer, "StyleName").text = name
+        datasource = etree.SubElement(layer, "Datasource")
+        for key, value in _datasource(settings, spec, style).items():
+            etree.SubElement(datasource, "Parameter", name=str(key)).text = str(value)
+        layers.append(layer)
+    for layer in layers:
+        root.append(layer)
+    return etree.tostring(root, encoding="unicode")
+
+
+class MapPool:
+    """Idle mapnik maps by key, least recently used dropped first."""
+
+    def __init__(self, size: int = POOL_SIZE):
+        self.size = size
+        self._idle: OrderedDict[tuple, list[mapnik.Map]] = OrderedDict()
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def map(self, key: tuple, build: Callable[[], mapnik.Map]) -> Iterator[mapnik.Map]:
+        with self._lock:
+            idle = self._idle.get(key)
+            m = idle.pop() if idle else None
+            if idle is not None and not idle:
+                del self._idle[key]
+            if m is not None:
+                self._count -= 1
+        if m is None:
+            m = build()
+        yield m
+        with self._lock:
+            self._idle.setdefault(key, []).append(m)
+            self._idle.move_to_end(key)
+            self._count += 1
+            while self._count > self.size:
+                _, maps = next(iter(self._idle.items()))
+                maps.pop(0)
+                self._count -= 1
+                if not maps:
+                    self._idle.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._idle.clear()
+            self._count = 0
+
+
+_POOL = MapPool()
+
+
+def clear_cache() -> None:
+    """Drop every built map (after data files were replaced or removed)."""
+    _POOL.clear()
+
+
+def _build(settings: Settings, specs: list[LayerSpec], slds: list[str], srs: str) -> mapnik.Map:
+    m = mapnik.Map(256, 256)
+    try:
+        mapnik.load_map_from_string(m, _map_xml(settings, specs, slds, srs), False, "")
+    except RuntimeError as exc:
+        raise RenderError(f"The map could not be built: {exc}") from None
+    m.aspect_fix_mode = mapnik.aspect_fix_mode.RESPECT
+    return m
+
+
+class RenderError(InvalidInput):
+    """mapnik refused a style or could not open a datasource."""
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+def render_image(settings: Settings, layers: list[LayerSpec], bbox: tuple, crs: str, width: int,
+                 height: int, *, image_format: str = "image/png", transparent: bool = True,
+                 bgcolor: str = "#ffffff") -> bytes:
+    """An image of ``layers`` (first at the bottom) over ``bbox`` (x/y order, in ``crs`` units)."""
+    encoder = IMAGE_FORMATS.get(image_format.lower().replace(" ", "").replace(";mode", "; mode"))
+    if encoder is None or (encoder == "pdf" and not mapnik.has_cairo()):
+        raise InvalidInput(f"Image format {image_format} is not supported")
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if not (maxx > minx and maxy > miny):
+        raise InvalidInput("The bounding box is empty or inverted")
+    srs = parse_crs(crs).srs
+    slds = [spec.sld or dataset_sld(spec.dataset) for spec in layers]
+    key = (srs, _settings_key(settings),
+           tuple(_layer_key(spec, text) for spec, text in zip(layers, slds, strict=True)))
+    opaque = not transparent or encoder in OPAQUE_FORMATS
+    background = mapnik.Color(bgcolor) if opaque else mapnik.Color(0, 0, 0, 0)
+    with _POOL.map(key, lambda: _build(settings, layers, slds, srs)) as m:
+        m.resize(width, height)
+        m.zoom_to_box(mapnik.Box2d(minx, miny, maxx, maxy))
+        m.background = background
+        if encoder == "pdf":
+            return _render_pdf(m)
+        image = mapnik.Image(width, height)
+        try:
+            mapnik.render(m, image)
+        except RuntimeError as exc:
+            raise RenderError(f"Rendering failed: {exc}") from None
+    return image.to_string(encoder)
+
+
+def _render_pdf(m: mapnik.Map) -> bytes:
+    fd, path = tempfile.mkstemp(suffix=".pdf")
+    os.close(fd)
+    try:
+        mapnik.render_to_file(m, path, "pdf")
+        with open(path, "rb") as pdf:
+            return pdf.read()
+    finally:
+        os.unlink(path)
+
+
+def _settings_key(settings: Settings) -> tuple:
+    return (str(settings.DATA_DIR), settings.DATASTORE_URL, str(settings.raster_dir))
+
+
+def render_thumbnail(settings: Settings, resource: Any, dataset: Any, width: int, height: int,
+                     bbox: tuple | None = None, crs: str | None = None) -> bytes:
+    """A PNG of the dataset in its default style, in Web Mercator over its extent unless
+    ``bbox``/``crs`` say otherwise; the box is widened to the image's shape."""
+    if bbox is None:
+        bbox, crs = _default_extent(resource, dataset)
+    crs = crs or "EPSG:3857"
+    minx, miny, maxx, maxy = _fit(bbox, width, height)
+    return render_image(settings, [LayerSpec(resource, dataset)], (minx, miny, maxx, maxy), crs,
+                        width, height)
+
+
+def _default_extent(resource: Any, dataset: Any) -> tuple[tuple, str]:
+    if resource.ll_minx is not None:
+        to_merc = _transformer("EPSG:4326", "EPSG:3857")
+        miny, maxy = max(resource.ll_miny, -85.0), min(resource.ll_maxy, 85.0)
+        x0, y0 = to_merc.transform(resource.ll_minx, miny)
+        x1, y1 = to_merc.transform(resource.ll_maxx, maxy)
+        return (x0, y0, x1, y1), "EPSG:3857"
+    if resource.bbox_x0 is not None:
+        srs = dataset_srs(dataset)
+        return (resource.bbox_x0, resource.bbox_y0, resource.bbox_x1, resource.bbox_y1), \
+            srs.upper() if srs.startswith("epsg:") else "EPSG:4326"
+    return (-180.0, -85.0, 180.0, 85.0), "EPSG:4326"
+
+
+def _fit(bbox: tuple, width: int, height: int, margin: float = 0.05) -> tuple[float, ...]:
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    w, h = max(maxx - minx, 1e-9), max(maxy - miny, 1e-9)
+    w, h = w * (1 + 2 * margin), h * (1 + 2 * margin)
+    if w / h < width / height:
+        w = h * width / height
+    else:
+        h = w * height / width
+    cx, cy = (minx + maxx) / 2, (miny + maxy) / 2
+    return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
+
+
+@lru_cache(maxsize=64)
+def _transformer(src: str, dst: str) -> pyproj.Transformer:
+    return pyproj.Transformer.from_crs(src, dst, always_xy=True)
+
+
+def transform_point(x: float, y: float, src: str, dst: str) -> tuple[float, float]:
+    """(x, y) from one CRS (``parse_crs`` names or mapnik srs) to another, x/y order."""
+    return _transformer(_pyproj_name(src), _pyproj_name(dst)).transform(x, y)
+
+
+def transform_points(x: Any, y: Any, src: str, dst: str) -> tuple[Any, Any]:
+    """Coordinate arrays from one CRS to another, x/y order."""
+    return _transformer(_pyproj_name(src), _pyproj_name(dst)).transform(x, y)
+
+
+def _pyproj_name(srs: str) -> str:
+    return srs.upper() if srs.lower().startswith("epsg:") else srs
+
+
+def check_style(style: sldlib.UserStyle) -> None:
+    """Load the style's mapnik XML alone, so a bad colour or expression fails on upload."""
+    root = etree.Element("Map", srs="epsg:4326")
+    for style_el in sldlib.mapnik_styles(style, "check"):
+        root.append(style_el)
+    try:
+        mapnik.load_map_from_string(mapnik.Map(1, 1), etree.tostring(root, encoding="unicode"), True, "")
+    except RuntimeError as exc:
+        raise InvalidInput(f"The style cannot be drawn: {exc}") from None

@@ -1,0 +1,57 @@
+"""OWSLib's WebMapService (1.1.1 and 1.3.0) against a live ``cartotheca serve``."""
+
+from __future__ import annotations
+
+import json
+
+import mapnik
+import numpy as np
+import pytest
+from owslib.wms import WebMapService
+
+import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
+from tests.factories import make_user
+from tests.geodata.fixtures import polygons_sld, publish_file, write_polygons
+
+
+@pytest.fixture
+def polygons(db, settings, tmp_path):
+    owner = make_user(db)
+    return publish_file(db, settings, owner, write_polygons(tmp_path), title="Polygons", sld=polygons_sld())
+
+
+def _pixels(data: bytes) -> np.ndarray:
+    image = mapnik.Image.from_string(data)
+    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
+
+
+@pytest.mark.parametrize("version", ["1.1.1", "1.3.0"])
+def test_owslib_reads_capabilities_and_maps(live_server, polygons, version):
+    service = WebMapService(f"{live_server.url}ows", version=version, timeout=60)
+    assert service.identification.type in ("WMS", "OGC:WMS")
+    layer = service[polygons.alternate]
+    assert layer.title == "Polygons" and layer.queryable == 1
+    assert layer.boundingBoxWGS84 == pytest.approx((0, 40, 20, 60))
+    assert {"EPSG:4326", "EPSG:3857"} <= set(layer.crsOptions)
+    assert layer.styles and all(style.get("legend", "").startswith(live_server.url)
+                                for style in layer.styles.values())
+    operations = [op.name for op in service.operations]
+    assert {"GetMap", "GetFeatureInfo"} <= set(operations)
+    # OWSLib takes lon/lat and swaps the box itself for 1.3.0 EPSG:4326
+    image = service.getmap(layers=[polygons.alternate], styles=[""], srs="EPSG:4326", bbox=(0, 40, 40, 60),
+                           size=(200, 100), format="image/png", transparent=True)
+    pixels = _pixels(image.read())
+    assert tuple(pixels[25, 25]) == (255, 0, 0, 255)
+    assert tuple(pixels[25, 75]) == (0, 255, 0, 255)
+    assert pixels[50, 150, 3] == 0
+    info = service.getfeatureinfo(layers=[polygons.alternate], srs="EPSG:4326", bbox=(0, 40, 40, 60),
+                                  size=(200, 100), format="image/png", query_layers=[polygons.alternate],
+                                  info_format="application/json", xy=(75, 75), styles=[""])
+    features = json.loads(info.read())["features"]
+    assert [f["properties"]["name"] for f in features] == ["south-east"]
+
+
+def test_owslib_without_version_gets_1_3_0(live_server, polygons):
+    service = WebMapService(f"{live_server.url}ows", version="1.3.0", timeout=60)
+    assert service.version == "1.3.0"
+    assert polygons.alternate in service.contents
