@@ -98,7 +98,7 @@ def clone_rows(engine: sa.Engine, template_id: int, clones: list[dict]) -> None:
         for i, clone in enumerate(clones):
             clone["id"] = start + i
         _insert_select(conn, resources, resources.c.id, template_id, clones, "resources", explicit_id=True)
-        for table, key, parent in owned_tables(metadata):
+        for table, key, _parent in owned_tables(metadata):
             if table.name == "resources":
                 continue
             _insert_select(conn, table, key, template_id, clones, table.name, explicit_id=False)
@@ -152,7 +152,8 @@ def prepare(backend: str, args, stack: ExitStack) -> dict:
 
     engine = sa.create_engine(database_url)
     with engine.connect() as conn:
-        res = conn.execute(sa.select(Resource.__table__).where(Resource.alternate == stored["alternate"])).one()
+        res = conn.execute(sa.select(Resource.__table__)
+                           .where(Resource.alternate == stored["alternate"])).one()
         ds = conn.execute(sa.select(Dataset.__table__).where(Dataset.resource_id == res.id)).one()
     t0 = time.perf_counter()
     clones, maplayers, statements = [], [], []
@@ -207,7 +208,8 @@ def run_backend(backend: str, args) -> dict:
         setup = prepare(backend, args, stack)
         port = free_port()
         server = stack.enter_context(Server(server_env(setup["data_dir"], setup["database_url"], backend,
-                                                       setup["datastore_url"], port), port))
+                                                       setup["datastore_url"], port), port,
+                                                setup["work"] / "server.log"))
         env = dict(os.environ, MAPSERVER_CONFIG_FILE=str(setup["mapserver_conf"]))
         mapserv = stack.enter_context(MapservFastCGI(setup["work"] / "mapserv.sock", env))
         http, fcgi = HTTPClient(port), FastCGIClient(str(mapserv.socket_path))
@@ -233,11 +235,12 @@ def run_backend(backend: str, args) -> dict:
                     t0 = time.perf_counter()
                     call(params)
                     samples[name].append((time.perf_counter() - t0) * 1000)
-            out[label] = {name: {**figures(v), "bytes": len(bodies[name]), "layers": layer_count(bodies[name])}
-                          for name, v in samples.items()}
+            out[label] = {name: {**figures(v), "bytes": len(bodies[name]),
+                                 "layers": layer_count(bodies[name])} for name, v in samples.items()}
             c, m = out[label]["cartotheca"], out[label]["mapserver_fcgi"]
-            log(f"  {backend} {label}: Cartotheca {c['median']:.1f} ms (min {c['min']:.1f}, {c['layers']} layers), "
-                f"MapServer {m['median']:.1f} ms (min {m['min']:.1f}, {m['layers']} layers); load {load_average()}")
+            log(f"  {backend} {label}: Cartotheca {c['median']:.1f} ms (min {c['min']:.1f}, "
+                f"{c['layers']} layers), MapServer {m['median']:.1f} ms (min {m['min']:.1f}, "
+                f"{m['layers']} layers); load {load_average()}")
         return {"datasets": setup["count"], "requests": out, "setup_seconds": setup["setup_seconds"],
                 "server_memory_mib": server.memory_mib()}
 
@@ -247,7 +250,8 @@ def layer_count(body: bytes) -> int:
     from lxml import etree
 
     root = etree.fromstring(body)
-    wms = root.xpath("//*[local-name()='Layer']/*[local-name()='Name']")
+    # Leaf layers only: MapServer also names the root layer that groups them.
+    wms = root.xpath("//*[local-name()='Layer'][not(*[local-name()='Layer'])]/*[local-name()='Name']")
     wfs = root.xpath("//*[local-name()='FeatureType']/*[local-name()='Name']")
     return len(wms) or len(wfs)
 
@@ -260,7 +264,8 @@ def table(results: dict) -> str:
         for label, v in r["requests"].items():
             c, m = v["cartotheca"], v["mapserver_fcgi"]
             lines.append(f"| {backend} | {label} | {c['min']:.1f} / {c['median']:.1f} | {m['min']:.1f} / "
-                         f"{m['median']:.1f} | {c['layers']} / {m['layers']} | {c['bytes']:,} / {m['bytes']:,} |")
+                         f"{m['median']:.1f} | {c['layers']} / {m['layers']} | "
+                         f"{c['bytes']:,} / {m['bytes']:,} |")
     return "\n".join(lines)
 
 
@@ -281,7 +286,8 @@ def main() -> None:
     results["load_after"] = load_average()
     write_json(args.out, results)
     print(table(results))
-    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; results in {args.out}")
+    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; "
+          f"results in {args.out}")
 
 
 if __name__ == "__main__":

@@ -111,14 +111,15 @@ def server_env(data_dir: Path, database_url: str, storage: str, datastore_url: s
 class Server:
     """``cartotheca serve`` (uvicorn, one worker) on a free loopback port."""
 
-    def __init__(self, env: dict[str, str], port: int):
-        self.env, self.port = env, port
+    def __init__(self, env: dict[str, str], port: int, log_path: Path | None = None):
+        self.env, self.port, self.log_path = env, port, log_path
         self.proc: subprocess.Popen | None = None
 
     def __enter__(self) -> Server:
         cmd = [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
                "--port", str(self.port), "--workers", "1"]
-        self.proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT)
+        out = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115 (lives with the process)
+        self.proc = subprocess.Popen(cmd, env=self.env, cwd=ROOT, stdout=out, stderr=out)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -179,8 +180,10 @@ class HTTPClient:
 
 
 def png_coverage(data: bytes) -> dict[str, float]:
-    """Share of pixels that are drawn (not transparent and not the white background), and of
-    pixels close to the fill colour, for checking two renderers drew comparable images."""
+    """How much two renderers drew, to check their images are comparable: ``drawn`` is the
+    share of pixels visibly off the white background; ``ink`` the mean darkness (0 white, 1
+    black), which weighs anti-aliased edges by their strength, so renderers that smooth
+    sub-pixel shapes differently still compare."""
     import warnings
 
     import numpy as np
@@ -200,7 +203,9 @@ def png_coverage(data: bytes) -> dict[str, float]:
     rgb = arr[:3].astype(int)
     alpha = arr[3] if arr.shape[0] == 4 else np.full(rgb.shape[1:], 255)
     drawn = (alpha > 16) & (np.abs(rgb - 255).max(axis=0) > 24)
-    return {"drawn": float(drawn.mean()), "bands": int(arr.shape[0])}
+    luminance = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) * (alpha / 255) + 255 * (1 - alpha / 255)
+    return {"drawn": float(drawn.mean()), "ink": float(1 - luminance.mean() / 255),
+            "bands": int(arr.shape[0])}
 
 
 def write_json(path: Path, results: dict) -> None:

@@ -14,11 +14,12 @@ import argparse
 import time
 from pathlib import Path
 
-import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio loads its GDAL)
 import numpy as np
 import rasterio
 from rasterio.transform import from_origin
 from rasterio.windows import Window
+
+import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio loads its GDAL)
 
 PIXEL = 1200.0
 ORIGIN = (0.0, 8_400_000.0)

@@ -62,7 +62,8 @@ def star_polygons(rng: np.random.Generator, n: int) -> np.ndarray:
         steps = np.arange(k) + rng.uniform(0.0, 0.8, (idx.size, k))  # gaps of 0.2-1.8 of 1/k turn
         angles = steps * (2 * np.pi / k) + rng.uniform(0.0, 2 * np.pi, (idx.size, 1))
         reach = radius[idx, None] * rng.uniform(0.6, 1.0, (idx.size, k))
-        ring = np.stack([cx[idx, None] + reach * np.cos(angles), cy[idx, None] + reach * np.sin(angles)], axis=-1)
+        ring = np.stack([cx[idx, None] + reach * np.cos(angles),
+                         cy[idx, None] + reach * np.sin(angles)], axis=-1)
         geoms[idx] = shapely.polygons(shapely.linearrings(ring))
     return geoms
 

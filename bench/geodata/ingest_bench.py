@@ -139,7 +139,8 @@ def measure(backend: str, src: Path, work: Path, runs: int, names: list[str]) ->
         for candidate in order:
             result = run_once(candidate, run)
             samples[candidate.label].append(result)
-            shown = f"{result['seconds']:.2f} s" if "seconds" in result else "FAILED " + result["error"][-300:]
+            shown = (f"{result['seconds']:.2f} s" if "seconds" in result
+                     else "FAILED " + result["error"][-300:])
             log(f"  {backend} {src.name} run {run + 1}: {candidate.label}: {shown} "
                 f"(wall {result['wall']:.2f} s, load {load_average()})")
     return samples
@@ -191,7 +192,8 @@ def main() -> None:
     parser.add_argument("--backends", default="geopackage,postgis")
     parser.add_argument("--files", default="points.gpkg,polygons.gpkg")
     parser.add_argument("--loaders", default="ogr2ogr,floor,write,publish")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "data" / "geodata-ingest.json")
+    parser.add_argument("--out", type=Path,
+                        default=Path(__file__).parents[1] / "data" / "geodata-ingest.json")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     results = {"started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -208,7 +210,8 @@ def main() -> None:
     results["load_after"] = load_average()
     write_json(args.out, results)
     print(table(results))
-    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; results in {args.out}")
+    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; "
+          f"results in {args.out}")
 
 
 if __name__ == "__main__":

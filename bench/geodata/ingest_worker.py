@@ -7,7 +7,8 @@ prints one JSON line: {"seconds", "features", "steps"}.
     python bench/geodata/ingest_worker.py pyogrio-gpkg SRC DST.gpkg
     python bench/geodata/ingest_worker.py pyogrio-postgis SRC DBNAME TABLE
     python bench/geodata/ingest_worker.py store-write SRC DATA_DIR geopackage|postgis [DATASTORE_URL]
-    python bench/geodata/ingest_worker.py publish SRC DATA_DIR DATABASE_URL geopackage|postgis [DATASTORE_URL|-] [SLD]
+    python bench/geodata/ingest_worker.py publish SRC DATA_DIR DATABASE_URL geopackage|postgis \
+        [DATASTORE_URL|-] [SLD]
 """
 
 from __future__ import annotations
@@ -68,12 +69,10 @@ def pyogrio_postgis(src: str, dbname: str, table_name: str) -> dict:
     """The floor for the PostGIS store. The wheels' GDAL has no PostgreSQL driver, so: pyogrio's
     Arrow read, hex EWKB and CSV by pyarrow, one COPY (psycopg 3), then the GiST index and
     ANALYZE that make the table servable."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
     import psycopg
-    from pyogrio.raw import read_arrow
-
+    import pyarrow.csv as pacsv
     from common import libpq_conninfo
+    from pyogrio.raw import read_arrow
 
     t0 = time.perf_counter()
     meta, table = read_arrow(src)
@@ -84,8 +83,8 @@ def pyogrio_postgis(src: str, dbname: str, table_name: str) -> dict:
     buf = io.BytesIO()
     pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False))
     t2 = time.perf_counter()
-    columns = ", ".join(f'"{n}" {PG_TYPES.get(str(d), "text")}' for n, d in zip(meta["fields"], meta["dtypes"],
-                                                                                 strict=True))
+    columns = ", ".join(f'"{n}" {PG_TYPES.get(str(d), "text")}'
+                        for n, d in zip(meta["fields"], meta["dtypes"], strict=True))
     names = ", ".join(f'"{n}"' for n in table.column_names)
     with psycopg.connect(libpq_conninfo(dbname), autocommit=False) as conn, conn.cursor() as cur:
         cur.execute(f'CREATE TABLE "{table_name}" (fid bigserial PRIMARY KEY, {columns}, '
@@ -134,6 +133,8 @@ def publish(src: str, data_dir: str, database_url: str, storage: str, datastore_
     """The whole publish path: ``cartotheca.geodata.ingest.publish`` (validation reading every
     feature, the storage write, attribute statistics, catalogue rows, the thumbnail) and the
     commit. The database is migrated before timing starts."""
+    from sqlalchemy import select
+
     from cartotheca.catalogue.accounts import bootstrap, internal_group_ids
     from cartotheca.catalogue.auth import InternalGroups, principal_for
     from cartotheca.catalogue.publishing import publish_files
@@ -141,7 +142,6 @@ def publish(src: str, data_dir: str, database_url: str, storage: str, datastore_
     from cartotheca.db.models import User
     from cartotheca.db.session import make_engine, make_sessionmaker
     from cartotheca.geodata.ingest import IngestOptions
-    from sqlalchemy import select
 
     settings = _settings(data_dir, storage, None if datastore_url == "-" else datastore_url, database_url)
     settings.ensure_data_dir()

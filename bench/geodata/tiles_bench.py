@@ -107,10 +107,12 @@ def measure(client: HTTPClient | None, direct: Direct, alternate: str, tiles: di
         samples: dict[str, list[float]] = {name: [] for name in sides}
         sizes: dict[str, list[int]] = {name: [] for name in sides}
         coverage: dict[str, float] = {}
-        for t in ts:  # warm-up pass
-            for name, fetch in sides.items():
-                body = fetch(t)
+        identical = 0
+        for t in ts:  # warm-up pass; also: does the server send the very PNG rio-tiler makes?
+            bodies = {name: fetch(t) for name, fetch in sides.items()}
+            for name, body in bodies.items():
                 coverage.setdefault(name, png_coverage(body)["drawn"])
+            identical += len(set(bodies.values())) == 1
         order = list(sides.items())
         for r in range(rounds):
             for i, t in enumerate(ts):
@@ -123,7 +125,9 @@ def measure(client: HTTPClient | None, direct: Direct, alternate: str, tiles: di
         results[z] = {name: {**figures(v), "png_bytes_median": sorted(sizes[name])[len(sizes[name]) // 2],
                              "first_tile_drawn": coverage[name]}
                       for name, v in samples.items()}
-        line = ", ".join(f"{n}: {f['median']:.1f} ms (min {f['min']:.1f})" for n, f in results[z].items())
+        results[z]["identical_png_tiles"] = identical
+        line = ", ".join(f"{n}: {f['median']:.1f} ms (min {f['min']:.1f})" for n, f in results[z].items()
+                         if isinstance(f, dict))
         log(f"  z{z} ({len(ts)} tiles x {rounds}): {line}; load {load_average()}")
     return results
 
@@ -131,15 +135,16 @@ def measure(client: HTTPClient | None, direct: Direct, alternate: str, tiles: di
 def table(results: dict) -> str:
     lines = ["| zoom | tiles x rounds | Cartotheca HTTP min / median ms | rio-tiler direct, open once: min / "
              "median ms | ratio (median / min) | rio-tiler, open per tile: min / median ms | PNG bytes "
-             "(Cartotheca / rio-tiler) |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             "(Cartotheca / rio-tiler) | byte-identical PNGs |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for z, r in results["zooms"].items():
         c, d, p = (r.get(s) for s in SIDES)
         ratio = f"{c['median'] / d['median']:.2f}× / {c['min'] / d['min']:.2f}×" if c else ""
         cell = f"{c['min']:.1f} / {c['median']:.1f}" if c else "–"
         lines.append(f"| z{z} | {results['tiles_per_zoom'][z]} x {results['rounds']} | {cell} | "
                      f"{d['min']:.1f} / {d['median']:.1f} | {ratio} | {p['min']:.1f} / {p['median']:.1f} | "
-                     f"{c['png_bytes_median'] if c else '–'} / {d['png_bytes_median']} |")
+                     f"{c['png_bytes_median'] if c else '–'} / {d['png_bytes_median']} | "
+                     f"{r['identical_png_tiles']} of {results['tiles_per_zoom'][z]} |")
     return "\n".join(lines)
 
 
@@ -154,6 +159,9 @@ def main() -> None:
     parser.add_argument("--cog", type=Path, default=None, help="with --direct-only: the COG to read")
     parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "data" / "geodata-tiles.json")
     args = parser.parse_args()
+    from cartotheca.geodata.storage import raster_store
+    from cartotheca.settings import Settings
+
     zooms = [int(z) for z in args.zooms.split(",")]
     results = {"started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                "load_before": load_average(), "rounds": args.rounds}
@@ -164,7 +172,7 @@ def main() -> None:
         shutil.rmtree(data_dir, ignore_errors=True)
         database_url = f"sqlite:///{data_dir / 'cartotheca.sqlite3'}"
         published = publish(args.raster, data_dir, database_url)
-        cog = data_dir / "rasters" / published["stored"]["location"]
+        cog = Path(raster_store(Settings(DATA_DIR=data_dir)).path(published["stored"]["location"]))
         alternate = published["stored"]["alternate"]
         results["publish_seconds"] = published["seconds"]
         log(f"published {alternate} in {published['seconds']:.1f} s: {cog}")
@@ -176,7 +184,8 @@ def main() -> None:
             results["zooms"] = measure(None, direct, "", tiles, args.rounds)
         else:
             port = free_port()
-            with Server(server_env(data_dir, database_url, "geopackage", None, port), port) as server:
+            with Server(server_env(data_dir, database_url, "geopackage", None, port), port,
+                        args.work / "server.log") as server:
                 client = HTTPClient(port)
                 results["zooms"] = measure(client, direct, alternate, tiles, args.rounds)
                 results["server_memory_mib"] = server.memory_mib()
@@ -186,7 +195,8 @@ def main() -> None:
     results["load_after"] = load_average()
     write_json(args.out, results)
     print(table(results))
-    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; results in {args.out}")
+    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; "
+          f"results in {args.out}")
 
 
 if __name__ == "__main__":

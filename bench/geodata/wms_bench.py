@@ -113,7 +113,8 @@ class Sides:
         return _checked("Cartotheca", status, headers.get("content-type", ""), body)
 
     def mapserver(self, layer: str, bbox) -> bytes:
-        headers, body, err = self.fcgi.request(cgi_params("map=BENCH&" + urlencode(get_map_query(layer, bbox))))
+        query = "map=BENCH&" + urlencode(get_map_query(layer, bbox))
+        headers, body, err = self.fcgi.request(cgi_params(query))
         return _checked("MapServer", 200, headers.get("content-type", ""), body + err)
 
     def mapserver_cgi(self, layer: str, bbox) -> bytes:
@@ -170,7 +171,8 @@ def prepare(backend: str, args, stack: ExitStack) -> dict:
     if backend == "geopackage":
         database_url, datastore_db, datastore_url = f"sqlite:///{data_dir / 'cartotheca.sqlite3'}", None, None
     else:
-        database_url = sqlalchemy_url(stack.enter_context(throwaway_database("bench_wms_catalogue", postgis=False)))
+        catalogue = stack.enter_context(throwaway_database("bench_wms_catalogue", postgis=False))
+        database_url = sqlalchemy_url(catalogue)
         datastore_db = stack.enter_context(throwaway_database("bench_wms_datastore"))
         datastore_url = sqlalchemy_url(datastore_db)
     layers, maplayers = {}, []
@@ -178,9 +180,11 @@ def prepare(backend: str, args, stack: ExitStack) -> dict:
         kind = LAYERS[name]
         sld_path = work / f"{name}.sld"
         sld_path.write_text(sld(name, kind))
-        published = publish(args.data / f"{name}.gpkg", data_dir, database_url, backend, datastore_url, sld_path)
+        published = publish(args.data / f"{name}.gpkg", data_dir, database_url, backend, datastore_url,
+                            sld_path)
         stored = published["stored"]
-        log(f"  {backend}: published {stored['alternate']} in {published['seconds']:.1f} s -> {stored['location']}")
+        log(f"  {backend}: published {stored['alternate']} in {published['seconds']:.1f} s "
+            f"-> {stored['location']}")
         layers[name] = stored["alternate"]
         if backend == "geopackage":
             maplayers.append(MapLayer(name, kind, gpkg=gpkg_path(data_dir, stored["location"]),
@@ -198,7 +202,8 @@ def run_backend(backend: str, args) -> dict:
         setup = prepare(backend, args, stack)
         port = free_port()
         server = stack.enter_context(Server(server_env(setup["data_dir"], setup["database_url"], backend,
-                                                       setup["datastore_url"], port), port))
+                                                       setup["datastore_url"], port), port,
+                                                setup["work"] / "server.log"))
         ms_env = dict(os.environ, MAPSERVER_CONFIG_FILE=str(setup["mapserver_conf"]))
         mapserv = stack.enter_context(MapservFastCGI(setup["work"] / "mapserv.sock", ms_env))
         http, fcgi = HTTPClient(port), FastCGIClient(str(mapserv.socket_path))
@@ -216,21 +221,23 @@ def run_backend(backend: str, args) -> dict:
                 c, m = result["cartotheca"], result["mapserver_fcgi"]
                 log(f"  {backend} {layer} {view}: Cartotheca {c['median']:.1f} ms (min {c['min']:.1f}), "
                     f"MapServer {m['median']:.1f} ms (min {m['min']:.1f}), drawn {c['drawn']:.1%} vs "
-                    f"{m['drawn']:.1%}; load {load_average()}")
+                    f"{m['drawn']:.1%}, ink {c['ink']:.3f} vs {m['ink']:.3f}; load {load_average()}")
         return {"views": out, "server_memory_mib": server.memory_mib(), "images": str(images)}
 
 
 def table(results: dict) -> str:
     lines = ["| backend | layer, view | Cartotheca min / median ms | MapServer FastCGI min / median ms | "
-             "ratio median (min) | mapserv CGI min / median ms | drawn: Cartotheca / MapServer | n |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "ratio median (min) | mapserv CGI min / median ms | drawn: Cartotheca / MapServer | "
+             "ink: Cartotheca / MapServer | n |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for backend, r in results["backends"].items():
         for key, v in r["views"].items():
             c, m, g = v["cartotheca"], v["mapserver_fcgi"], v.get("mapserver_cgi")
             cgi = f"{g['min']:.0f} / {g['median']:.0f}" if g else "–"
+            ratio = f"{c['median'] / m['median']:.2f}× ({c['min'] / m['min']:.2f}×)"
             lines.append(f"| {backend} | {key} | {c['min']:.1f} / {c['median']:.1f} | {m['min']:.1f} / "
-                         f"{m['median']:.1f} | {c['median'] / m['median']:.2f}× ({c['min'] / m['min']:.2f}×) | "
-                         f"{cgi} | {c['drawn']:.1%} / {m['drawn']:.1%} | {c['n']} |")
+                         f"{m['median']:.1f} | {ratio} | {cgi} | {c['drawn']:.1%} / {m['drawn']:.1%} | "
+                         f"{c['ink']:.3f} / {m['ink']:.3f} | {c['n']} |")
     return "\n".join(lines)
 
 
@@ -255,7 +262,8 @@ def main() -> None:
     results["load_after"] = load_average()
     write_json(args.out, results)
     print(table(results))
-    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; results in {args.out}")
+    print(f"\nload average before/after: {results['load_before']} / {results['load_after']}; "
+          f"results in {args.out}")
 
 
 if __name__ == "__main__":

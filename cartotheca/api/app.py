@@ -113,6 +113,7 @@ def include_routers(app: FastAPI) -> None:
         downloads,
         executions,
         groups,
+        metadata,
         monitoring,
         ows,
         reference,
@@ -128,7 +129,8 @@ def include_routers(app: FastAPI) -> None:
     # resource_operations and datasets before resources: their fixed sub-paths must win over
     # resources/{id}/{field_name} and datasets/{id}/{field_name}.
     for module in (discovery, resource_operations, datasets, uploads, resources, executions, users,
-                   groups, reference, auth, ows, tiles, downloads, styles, thumbnails, monitoring):
+                   groups, reference, auth, ows, tiles, downloads, styles, thumbnails, metadata,
+                   monitoring):
         app.include_router(module.router)
 
 

@@ -169,7 +169,7 @@ def patch_dataset(session: Session, principal: Principal, settings: Settings, re
             if dataset is None:
                 raise InvalidInput(f"{key}: this dataset has no attributes")
             changes += attribute_changes(dataset, own[key], key)
-    catalogue.patch_resource(session, principal, settings, resource, rest)
+    catalogue.patch_resource(session, principal, settings, resource, rest, dict(current) or None)
     if template is not ... and dataset is not None:
         dataset.featureinfo_custom_template = template
     for attribute, values in changes:

@@ -219,6 +219,12 @@ def discard_named(settings: Settings, kind: str, store_name: str) -> None:
         return
     store = vector_store(settings)
     store.drop(_named_layer(settings, store.name, store_name))
+    root = getattr(store, "root", None)
+    if store.name == "geopackage" and root is not None:
+        # A write killed midway leaves the store's hidden temporary file (".<name>.<token>.tmp.gpkg");
+        # drop() only knows the published file.
+        for leftover in Path(root).glob(f".{store_name}.*.tmp.gpkg*"):
+            leftover.unlink(missing_ok=True)
 
 
 def _named_layer(settings: Settings, storage: str, store_name: str) -> StoredLayer:

@@ -60,7 +60,7 @@ class CoverageCRS:
     """A CRS as WCS names it, with its axes in the CRS's own order."""
 
     epsg: int | None
-    wkt: str
+    wkt: str = field(repr=False)
     uri: str
     labels: tuple[str, str]  # axis abbreviations, CRS order ("Lat", "Long" for EPSG:4326)
     units: tuple[str, str]
@@ -263,11 +263,11 @@ def plan(grid: Grid, request: CoverageRequest, max_pixels: int) -> OutputGrid:
     from affine import Affine
     from rasterio.windows import Window
 
-    transform = work_transform * Affine.translation(col0, row0)
+    transform = work_transform @ Affine.translation(col0, row0)
     width, height = col1 - col0, row1 - row0
     scaled_width, scaled_height = _scaled_size(request.scaling, width, height)
     if (scaled_width, scaled_height) != (width, height):
-        transform = transform * Affine.scale(width / scaled_width, height / scaled_height)
+        transform = transform @ Affine.scale(width / scaled_width, height / scaled_height)
         width, height = scaled_width, scaled_height
     if width * height * len(indexes) > max_pixels:
         raise InvalidInput(f"The coverage asked for ({width} x {height} pixels, {len(indexes)} bands) is "
@@ -342,8 +342,8 @@ def _window(grid: Grid, subsets: list[Subset], subsetting: CoverageCRS, output: 
     if x_sub or y_sub:
         box = _crs_box(x_sub, y_sub, subsetting, output, transform, width, height)
         inverse = ~transform
-        c_a, r_a = inverse * (box[0], box[3])
-        c_b, r_b = inverse * (box[2], box[1])
+        c_a, r_a = inverse @ (box[0], box[3])
+        c_b, r_b = inverse @ (box[2], box[1])
         cols = sorted((c_a, c_b))
         rows = sorted((r_a, r_b))
         col0, col1 = max(col0, _floor(cols[0])), min(col1, _ceil(cols[1]))
@@ -353,7 +353,8 @@ def _window(grid: Grid, subsets: list[Subset], subsetting: CoverageCRS, output: 
             col1 = col0 + 1
         if row1 == row0 and 0 <= row0 < height:
             row1 = row0 + 1
-    col0, row0, col1, row1 = (int(v) for v in (max(col0, 0), max(row0, 0), min(col1, width), min(row1, height)))
+    col0, row0 = int(max(col0, 0)), int(max(row0, 0))
+    col1, row1 = int(min(col1, width)), int(min(row1, height))
     if col1 <= col0 or row1 <= row0:
         raise SubsetError("The subset does not intersect the coverage")
     return col0, row0, col1, row1

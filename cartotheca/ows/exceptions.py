@@ -78,7 +78,7 @@ def _wms_report(exc: OWSException, version: str | None) -> Response:
 
 
 def _ows_report(exc: OWSException, service: str, version: str | None) -> Response:
-    # WFS 2.0 and WCS 2.0 use OWS Common 1.1 (ows/1.1); WFS 1.1.0 uses OWS 1.0.0
+    # WFS 2.0 and WMTS use OWS Common 1.1 (ows/1.1); WFS 1.1.0 uses OWS 1.0.0
     if service == "WFS" and version and version.startswith("1."):
         ns, report_version = "http://www.opengis.net/ows", "1.0.0"
     elif service == "WCS":  # WCS 2.0 is built on OWS Common 2.0

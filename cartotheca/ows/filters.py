@@ -130,6 +130,11 @@ def _filter(parser, node, *children):
     return children[0]
 
 
+def _distance(parser, node):
+    # FES 2.0 names the unit ``uom``, FES 1.x ``units``
+    return float(node.text), node.get("uom") or node.get("units") or ""
+
+
 def _property_name(parser, node):
     return ast.Attribute((node.text or "").strip())
 
@@ -150,7 +155,7 @@ _COMMON = {
     "PropertyIsLike": _handler(_like), "PropertyIsEqualTo": _handler(_equal),
     "PropertyName": _handler(_property_name, False), "ValueReference": _handler(_property_name, False),
     "FeatureId": _handler(_resource_id, False), "GmlObjectId": _handler(_resource_id, False),
-    "ResourceId": _handler(_resource_id, False),
+    "ResourceId": _handler(_resource_id, False), "Distance": _handler(_distance, False),
 }
 _FES11 = _build(FES11Parser, _COMMON)
 _FES20 = _build(FES20Parser, _COMMON)
@@ -214,6 +219,16 @@ class FilterLayer:
     # Answers a spatial test on its own (ids of the matching features); lets spatial tests
     # combine with attribute tests under OR/NOT.
     spatial_fids: Callable[[Mask, Bounds | None], list[int]] | None = None
+    # Attribute name → xsd type from the catalogue; the store's column types can hide what
+    # they hold (GeoPackage dates are text columns)
+    field_types: dict[str, str] = field(default_factory=dict)
+
+
+XSD_PYTHON: dict[str, type] = {
+    "xsd:int": int, "xsd:long": int, "xsd:short": int, "xsd:integer": int, "xsd:byte": int,
+    "xsd:double": float, "xsd:float": float, "xsd:decimal": float, "xsd:boolean": bool,
+    "xsd:string": str, "xsd:date": dt.date, "xsd:dateTime": dt.datetime,
+}
 
 
 @dataclass
@@ -411,6 +426,9 @@ class _Compiler:
         return name not in self.columns and name.lower() not in self.lower_columns
 
     def python_type(self, name: str) -> type | None:
+        declared = XSD_PYTHON.get(self.layer.field_types.get(name, ""))
+        if declared is not None:
+            return declared
         try:
             return self.columns[name].type.python_type
         except (NotImplementedError, AttributeError):

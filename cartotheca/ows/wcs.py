@@ -184,13 +184,15 @@ def _child_text(element: Any, name: str) -> str | None:
 
 
 def _xml_response(root: etree._Element) -> Response:
-    return Response(etree.tostring(root, xml_declaration=True, encoding="UTF-8"), media_type="application/xml")
+    body = etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+    return Response(body, media_type="application/xml")
 
 
 # -- GetCapabilities ---------------------------------------------------------------------------
 
 def get_capabilities(req: OWSRequest) -> Response:
-    rows = [(r, d) for r, d in visible_datasets(req.session, req.principal, req.settings) if d.storage == "cog"]
+    rows = [(resource, dataset) for resource, dataset
+            in visible_datasets(req.session, req.principal, req.settings) if dataset.storage == "cog"]
     root = etree.Element(f"{{{WCS_NS}}}Capabilities", version=VERSION,
                          nsmap={**NSMAP, "crs": CRS_NS, "int": INT_NS})
     root.set(f"{{{XSI}}}schemaLocation", f"{WCS_NS} http://schemas.opengis.net/wcs/2.0/wcsAll.xsd")
@@ -297,7 +299,7 @@ def _domain(domain: etree._Element, identifier: str, grid: Grid) -> None:
     point = _el(_el(rectified, GML_NS, "origin"), GML_NS, "Point", srsName=crs.uri)
     point.set(f"{{{GML_NS}}}id", f"origin_{identifier}")
     # GML grid points are pixel centres
-    centre = t * (0.5, 0.5)
+    centre = t @ (0.5, 0.5)
     _el(point, GML_NS, "pos", " ".join(_num(v) for v in crs.ordered(*centre)))
     for dx, dy in ((t.a, t.d), (t.b, t.e)):  # i: one column; j: one row
         _el(rectified, GML_NS, "offsetVector", " ".join(_num(v) for v in crs.ordered(dx, dy)),
@@ -366,7 +368,9 @@ def _all_values(req: OWSRequest) -> dict[str, list[str]]:
     return {key: [value] for key, value in req.params.items()}
 
 
-SUBSET_RE = re.compile(r"^\s*([^,(\s]+)\s*(?:,\s*([^()]+?)\s*)?\(\s*([^,()]*?)\s*(?:,\s*([^,()]*?)\s*)?\)\s*$")
+# axis [, crs] ( low [, high] )
+SUBSET_RE = re.compile(
+    r"^\s*([^,(\s]+)\s*(?:,\s*([^()]+?)\s*)?\(\s*([^,()]*?)\s*(?:,\s*([^,()]*?)\s*)?\)\s*$")
 
 
 def parse_subset(text: str) -> Subset:
@@ -395,7 +399,10 @@ def _bound(value: str, text: str, open_allowed: bool = True) -> float | None:
 AXIS_VALUES_RE = re.compile(r"([^,(\s]+)\s*\(\s*([^()]*)\)")
 
 
-def _axis_values(text: str, name: str) -> list[tuple[str, list[str]]]:
+def _axis_values(text: str | None, name: str) -> list[tuple[str, list[str]]]:
+    """``i(10),j(20)`` → [("i", ["10"]), ("j", ["20"])]; nothing for an absent parameter."""
+    if not text:
+        return []
     found = AXIS_VALUES_RE.findall(text)
     if not found:
         raise OWSException("InvalidParameterValue", f"{name} {text!r} is not axis(value),...",
@@ -408,15 +415,15 @@ def _kvp_scaling(req: OWSRequest) -> Scaling:
     try:
         if req.get("SCALEFACTOR"):
             scaling.factor = float(req.get("SCALEFACTOR") or "")
-        for axis, values in _axis_values(req.get("SCALEAXES") or "", "SCALEAXES") if req.get("SCALEAXES") else []:
+        for axis, values in _axis_values(req.get("SCALEAXES"), "SCALEAXES"):
             scaling.axis_factors[axis] = float(values[0])
-        for axis, values in _axis_values(req.get("SCALESIZE") or "", "SCALESIZE") if req.get("SCALESIZE") else []:
+        for axis, values in _axis_values(req.get("SCALESIZE"), "SCALESIZE"):
             scaling.sizes[axis] = int(values[0])
-        extent = req.get("SCALEEXTENT")
-        for axis, values in _axis_values(extent, "SCALEEXTENT") if extent else []:
+        for axis, values in _axis_values(req.get("SCALEEXTENT"), "SCALEEXTENT"):
             scaling.extents[axis] = (int(values[0]), int(values[1]))
     except (ValueError, IndexError):
-        raise OWSException("InvalidParameterValue", "Scaling values must be numbers", locator="scaling") from None
+        raise OWSException("InvalidParameterValue", "Scaling values must be numbers",
+                           locator="scaling") from None
     return scaling
 
 

@@ -442,7 +442,8 @@ def _selection(plan_query: Query, info: FeatureTypeInfo, store: Any, stored: Any
     layer = filters.FilterLayer(
         table=store.table(stored), geometry_column=info.geometry_name,
         fid_column=info.dataset.fid_column or "fid", type_name=info.name,
-        native_crs=_native_crs(info), default_srs=out_srs, spatial_fids=spatial_fids)
+        native_crs=_native_crs(info), default_srs=out_srs, spatial_fids=spatial_fids,
+        field_types={f.name: f.type for f in info.fields})
     selection = filters.Selection()
     if plan_query.ids is not None:
         selection = selection.and_(filters.Selection(fids=filters.parse_fids(plan_query.ids, info.name)))

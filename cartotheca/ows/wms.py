@@ -235,11 +235,11 @@ def map_layers(req: OWSRequest, names: list[str], styles: list[str]) -> list[ren
 # -- GetMap -----------------------------------------------------------------------------------
 
 def get_map(req: OWSRequest, version: str) -> Response:
-    specs = map_layers(req, _names(req.get("LAYERS")), _names(req.params.get("STYLES")))
     view = parse_view(req, version)
     image_format = _image_format(req.get("FORMAT") or "image/png")
     transparent = (req.get("TRANSPARENT") or "FALSE").strip().upper() == "TRUE"
     bgcolor = _bgcolor(req.get("BGCOLOR"))
+    specs = map_layers(req, _names(req.get("LAYERS")), _names(req.params.get("STYLES")))
     try:
         data = render.render_image(req.settings, specs, view.bbox, view.crs.code, view.width, view.height,
                                    image_format=image_format, transparent=transparent, bgcolor=bgcolor)

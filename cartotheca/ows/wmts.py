@@ -82,7 +82,8 @@ def get_tile(req: OWSRequest) -> Response:
     row, col = _integer(req, "TILEROW"), _integer(req, "TILECOL")
     media_type = _format(req.get("FORMAT"))
     if tms_id not in tiles.TILE_MATRIX_SETS:
-        raise OWSException("InvalidParameterValue", f"Unknown TileMatrixSet {tms_id}", locator="tilematrixset")
+        raise OWSException("InvalidParameterValue", f"Unknown TileMatrixSet {tms_id}",
+                           locator="tilematrixset")
     tms = tiles.tile_matrix_set(tms_id)
     z = _zoom(tms, matrix)
     try:
@@ -101,7 +102,8 @@ def get_tile(req: OWSRequest) -> Response:
                                f"limits at matrix {z}", locator="tilerow" if not min_row <= row <= max_row
                                else "tilecol")
     if media_type not in tiles.formats_for(dataset):
-        raise OWSException("InvalidParameterValue", f"Layer {layer} has no {media_type} tiles", locator="format")
+        raise OWSException("InvalidParameterValue", f"Layer {layer} has no {media_type} tiles",
+                           locator="format")
     style = req.get("STYLE")
     if style in ("default", dataset.name, resource.alternate):
         style = None
@@ -118,7 +120,8 @@ def _integer(req: OWSRequest, name: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise OWSException("InvalidParameterValue", f"{name} must be an integer", locator=name.lower()) from None
+        raise OWSException("InvalidParameterValue", f"{name} must be an integer",
+                           locator=name.lower()) from None
 
 
 def _format(value: str | None) -> str:

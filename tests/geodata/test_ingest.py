@@ -234,3 +234,31 @@ def test_rollback_after_publishing_drops_the_stored_data(db, settings, owner, tm
     assert db.scalar(select(func.count()).select_from(Resource)) == 0
     assert not layer_exists(settings, where)
     assert files_under(settings.DATA_DIR) == before
+
+
+def test_journal_undo_removes_what_a_killed_attempt_wrote(db, settings, tmp_path):
+    """What a retry (or the sweep) does first: everything the journal names is removed, a
+    GeoPackage temporary of a write cut short included."""
+    from cartotheca.catalogue.publishing import Journal
+    from cartotheca.geodata import ingest
+    from cartotheca.geodata.ingest import IngestOptions
+
+    before = files_under(settings.DATA_DIR)
+    [source] = ingest.validate(ingest.gather(fx.upload_files(fx.write_points(tmp_path)), tmp_path / "w",
+                                             settings), IngestOptions())
+    journal = Journal(tmp_path / "journal.jsonl")
+    journal.note(what="store", kind="vector", name="killed_0123456789ab")
+    stored = ingest.store(settings, source, "killed_0123456789ab")
+    assert layer_exists(settings, SimpleNamespace(storage=stored.storage, location=stored.layer.location))
+    if stored.storage == "geopackage":
+        (settings.DATA_DIR / "vector" / ".killed_0123456789ab.0f0f.tmp.gpkg").write_bytes(b"partial")
+    thumbnail = settings.DATA_DIR / "thumbnails" / "killed.png"
+    thumbnail.parent.mkdir(exist_ok=True)
+    thumbnail.write_bytes(b"png")
+    journal.note(what="thumbnail", path=str(thumbnail))
+
+    journal.undo(settings)
+
+    assert not layer_exists(settings, SimpleNamespace(storage=stored.storage, location=stored.layer.location))
+    assert files_under(settings.DATA_DIR) == before
+    assert not (tmp_path / "journal.jsonl").exists()

@@ -14,7 +14,8 @@ def c(method: str, path: str, query: str = "", body: bytes | None = None):
 
 
 @pytest.mark.parametrize(("query", "event_type", "layers"), [
-    ("service=WMS&request=GetMap&layers=geonode:roads,rivers", "OWS:WMS", ["geonode:roads", "geonode:rivers"]),
+    ("service=WMS&request=GetMap&layers=geonode:roads,rivers", "OWS:WMS",
+     ["geonode:roads", "geonode:rivers"]),
     ("SERVICE=wfs&REQUEST=GetFeature&TYPENAMES=geonode:roads", "OWS:WFS", ["geonode:roads"]),
     ("service=WFS&version=1.0.0&request=GetFeature&typename=roads", "OWS:WFS", ["geonode:roads"]),
     ("service=WCS&request=GetCoverage&coverageId=geonode__dem", "OWS:WCS", ["geonode:dem"]),

@@ -14,11 +14,12 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from fastapi import APIRouter, Path as PathParam, Request
+from fastapi import APIRouter, Request
+from fastapi import Path as PathParam
 from starlette.responses import HTMLResponse
 
 from cartotheca import xmlsafe
-from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, list_context
+from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep
 from cartotheca.api.multipart import TooLarge, stage_multipart
 from cartotheca.api.responses import JSON
 from cartotheca.api.routes.resources import RELATED_FIELDS, ResourceRoutes
@@ -29,7 +30,7 @@ from cartotheca.catalogue import iso_metadata, links
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.datasets import DATASET_FIELDS
-from cartotheca.catalogue.query import parse_page
+from cartotheca.catalogue.query import check_utf8, parse_page, query_lists
 from cartotheca.catalogue.resources import Listing
 from cartotheca.errors import InvalidInput, NotFound
 
@@ -73,7 +74,8 @@ def _array_page(request: Request, items: list[dict[str, Any]], search_keys: tupl
                 settings) -> list[dict[str, Any]]:
     """``page``, ``page_size`` and ``search`` over a related list; GeoNode answers these with a
     bare array, so the array is cut and filtered, not wrapped in an envelope."""
-    params = list_context(request, None, None).params  # type: ignore[arg-type]
+    check_utf8(request.scope.get("query_string", b""))
+    params = query_lists(request.query_params.multi_items())
     search = (params.get("search") or [""])[0].strip().lower()
     if search:
         items = [i for i in items if any(search in str(i.get(k) or "").lower() for k in search_keys)]

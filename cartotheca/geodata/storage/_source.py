@@ -8,9 +8,9 @@ single parts into multi parts when a layer mixes them, and describing fields and
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -126,6 +126,8 @@ class GeometryKinds:
 
     def add(self, type_codes: np.ndarray) -> None:
         present = np.unique(type_codes[type_codes >= 0])
+        if len(present) and ((present % 1000 < 1) | (present % 1000 > 7) | (present >= 4000)).any():
+            raise InvalidInput("the layer has a geometry that is not valid WKB")
         for code in present.tolist():
             self.codes.add(code % 1000)
             dims = code // 1000
@@ -167,7 +169,8 @@ def promote_geometries(geometries: np.ndarray) -> np.ndarray:
 
     type_ids = shapely.get_type_id(geometries)
     out = geometries.copy()
-    for single_id, maker in ((0, shapely.multipoints), (1, shapely.multilinestrings), (3, shapely.multipolygons)):
+    makers = ((0, shapely.multipoints), (1, shapely.multilinestrings), (3, shapely.multipolygons))
+    for single_id, maker in makers:
         chosen = np.flatnonzero(type_ids == single_id)
         if len(chosen):
             made = np.empty(len(chosen), dtype=object)
@@ -192,6 +195,7 @@ class SourceStream:
     """An open Arrow stream of a source layer with what the stores need to know about it."""
 
     reader: Any  # pyarrow.RecordBatchReader
+    label: str  # the file name, for messages
     geometry_column: str
     crs: str | None  # as pyogrio/ingest gives it: "EPSG:xxxx" or WKT
     declared_geometry_type: str | None
@@ -199,8 +203,18 @@ class SourceStream:
     recode: str | None  # decode text from this character set (non-UTF-8 sources GDAL cannot recode)
 
     def batches(self) -> Iterator[Any]:
-        for batch in self.reader:
-            yield self._fix(batch)
+        iterator = iter(self.reader)
+        while True:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            except Exception as exc:  # GDAL read errors surface here, mid-stream
+                raise InvalidInput(f"{self.label} could not be read: {exc}") from None
+            try:
+                yield self._fix(batch)
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{self.label}: text is not valid {self.recode}: {exc}") from None
 
     def _fix(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -209,7 +223,7 @@ class SourceStream:
             batch = batch.rename_columns([self.renames.get(n, n) for n in batch.schema.names])
         if self.recode:
             columns = []
-            for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            for column in batch.columns:
                 if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
                     raw = column.view(pa.binary() if pa.types.is_string(column.type) else pa.large_binary())
                     column = pa.array([None if v is None else v.decode(self.recode)
@@ -218,11 +232,27 @@ class SourceStream:
             batch = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
         return batch
 
-    def attribute_fields(self, schema: Any) -> list[FieldInfo]:
-        return [FieldInfo(f.name, xsd_type(f.type)) for f in schema if f.name != self.geometry_column]
+    @property
+    def schema(self) -> Any:
+        """The stored schema: attributes renamed (and recoded to UTF-8 text), then ``geom`` as
+        plain WKB, last."""
+        import pyarrow as pa
+
+        fields = []
+        for source_field in self.reader.schema:
+            name = self.renames.get(source_field.name, source_field.name)
+            kind = source_field.type
+            if self.recode and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+                kind = pa.string()
+            if name != self.geometry_column:
+                fields.append(pa.field(name, kind))
+        return pa.schema([*fields, pa.field(self.geometry_column, pa.binary())])
+
+    def attribute_fields(self) -> list[FieldInfo]:
+        return [FieldInfo(f.name, xsd_type(f.type)) for f in self.schema if f.name != self.geometry_column]
 
 
-@contextmanager
+@contextlib.contextmanager
 def open_source(source: SourceLayer, batch_size: int = BATCH_SIZE) -> Iterator[SourceStream]:
     """Open ``source`` as an Arrow stream. The shapefile driver recodes text itself (its
     ``encoding`` is GDAL's SHAPE_ENCODING); other drivers hand undecoded bytes through, which are
@@ -236,19 +266,21 @@ def open_source(source: SourceLayer, batch_size: int = BATCH_SIZE) -> Iterator[S
         if _codec(encoding) != "utf-8":
             recode = encoding
         encoding = None
-    try:
-        opened = pyogrio.raw.open_arrow(source.path, layer=source.layer, encoding=encoding,
-                                        batch_size=batch_size, use_pyarrow=True, **source.open_options)
-    except Exception as exc:
-        raise InvalidInput(f"{source.path.rsplit('/', 1)[-1]} could not be read: {exc}") from None
-    with opened as (meta, reader):
+    label = source.path.rsplit("/", 1)[-1]
+    with contextlib.ExitStack() as stack:
+        try:
+            meta, reader = stack.enter_context(pyogrio.raw.open_arrow(
+                source.path, layer=source.layer, encoding=encoding, batch_size=batch_size,
+                use_pyarrow=True, **source.open_options))
+        except Exception as exc:
+            raise InvalidInput(f"{label} could not be read: {exc}") from None
         geometry_column = meta.get("geometry_name") or "wkb_geometry"
-        names = [n for n in reader.schema.names if n != geometry_column]
-        renames = _renames(names)
         if geometry_column not in reader.schema.names:
-            raise InvalidInput(f"{source.path.rsplit('/', 1)[-1]} has no geometry column")
+            raise InvalidInput(f"{label} has no geometry column")
+        renames = _renames([n for n in reader.schema.names if n != geometry_column])
         renames[geometry_column] = "geom"
-        yield SourceStream(reader=reader, geometry_column="geom", crs=source.crs_wkt or meta.get("crs"),
+        yield SourceStream(reader=reader, label=label, geometry_column="geom",
+                           crs=source.crs_wkt or meta.get("crs"),
                            declared_geometry_type=source.geometry_type or meta.get("geometry_type"),
                            renames=renames, recode=recode)
 

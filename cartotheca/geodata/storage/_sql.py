@@ -85,6 +85,10 @@ class SQLVectorStore:
     def _decode(self, values: list[Any]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _ordering(self, column: sa.Column) -> Any:
+        """What to order a column by (a backend may need an expression over it)."""
+        return column
+
     def native_crs(self, stored: StoredLayer) -> str | None:
         if stored.srid:
             return f"EPSG:{stored.srid}"
@@ -152,7 +156,7 @@ class SQLVectorStore:
         if column not in table.c or column == stored.geometry_column:
             raise InvalidInput(f"{stored.layer} has no attribute {column!r}")
         col = table.c[column]
-        statement = sa.select(col).where(col.is_not(None)).distinct().order_by(col).limit(limit)
+        statement = sa.select(col).where(col.is_not(None)).distinct().order_by(self._ordering(col)).limit(limit)
         with self._engine(stored).connect() as conn:
             return list(conn.execute(statement).scalars())
 
@@ -189,7 +193,7 @@ class SQLVectorStore:
         for field_name, ascending in query.sort:
             if field_name not in table.c or field_name == stored.geometry_column:
                 raise InvalidInput(f"{stored.layer} has no attribute {field_name!r} to sort on")
-            column = table.c[field_name]
+            column = self._ordering(table.c[field_name])
             order.append(column.asc() if ascending else column.desc())
         statement = statement.order_by(*order, fid.asc())
         if paged:

@@ -14,6 +14,7 @@ import os
 import re
 import sqlite3
 import uuid
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from sqlalchemy.pool import NullPool
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_geometry
 from cartotheca.geodata.storage._source import (
+    BATCH_SIZE,
     GeometryKinds,
     check_name,
     crs_for_gdal,
@@ -172,6 +174,7 @@ def _quote(identifier: str) -> str:
 
 class GeoPackageStore(SQLVectorStore):
     name = "geopackage"
+    batch_size = BATCH_SIZE  # features per Arrow batch while writing
 
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -213,9 +216,8 @@ class GeoPackageStore(SQLVectorStore):
     def _copy(self, source: SourceLayer, target: Path, layer: str,
               force_multi: bool) -> tuple[list[FieldInfo], str]:
         import pyarrow as pa
-        import pyogrio.raw
 
-        with open_source(source) as stream:
+        with open_source(source, self.batch_size) as stream:
             batches = stream.batches()
             first = next(batches, None)
             kinds = GeometryKinds()
@@ -227,35 +229,36 @@ class GeoPackageStore(SQLVectorStore):
                 base = kinds.base_name(promote)
             else:
                 base = declared_base or "Geometry"
-            schema = _output_schema(first.schema if first is not None else stream.reader.schema,
-                                    stream.renames)
-            fields = stream.attribute_fields(schema)
-            state = {"base": base, "fits": True}
+            schema = stream.schema
+            fields = stream.attribute_fields()
+            state: dict[str, Any] = {"fits": True, "error": None}
 
             def converted():
                 for index, batch in enumerate(_chain(first, batches)):
                     codes = wkb_type_codes(batch.column("geom"))
                     if index:
-                        kinds.add(codes)
+                        try:
+                            kinds.add(codes)
+                        except InvalidInput as exc:
+                            state["error"] = exc
+                            raise
                         if kinds.mixed_multi and not promote:
                             raise _MixedParts()
                         state["fits"] = state["fits"] and kinds.fits(base, promote)
                     geometry = batch.column("geom")
                     if promote:
                         geometry = promote_to_multi(geometry, codes)
-                    yield pa.RecordBatch.from_arrays([*batch.columns[:-1], geometry], schema=schema) \
-                        if _geometry_last(batch) else _with_geometry(batch, geometry, schema)
+                    columns = [batch.column(f.name) for f in schema if f.name != "geom"]
+                    yield pa.RecordBatch.from_arrays([*columns, geometry], schema=schema)
 
             reader = pa.RecordBatchReader.from_batches(schema, converted())
             geometry_type = base + (" Z" if kinds.has_z and base != "Geometry" else "")
             try:
-                pyogrio.raw.write_arrow(
-                    reader, str(target), layer=layer, driver="GPKG", geometry_name="geom",
-                    geometry_type="Unknown" if base == "Geometry" else geometry_type,
-                    crs=crs_for_gdal(stream.crs),
-                    layer_options={"GEOMETRY_NAME": "geom", "FID": "fid", "SPATIAL_INDEX": "YES"},
-                )
+                _write_arrow(reader, target, layer, "Unknown" if base == "Geometry" else geometry_type,
+                             crs_for_gdal(stream.crs))
             except Exception as exc:
+                if state["error"] is not None:
+                    raise state["error"] from None
                 if kinds.mixed_multi and not promote:
                     raise _MixedParts() from None
                 raise InvalidInput(f"{Path(source.path).name} could not be stored: {exc}") from None
@@ -318,6 +321,10 @@ class GeoPackageStore(SQLVectorStore):
     def _decode(self, values: list[Any]) -> np.ndarray:
         return gpkg_geometry.decode(values)
 
+    def _ordering(self, column: sa.Column) -> Any:
+        # GeoPackage date-times are text with optional milliseconds: order them as instants.
+        return sa.func.julianday(column) if isinstance(column.type, GeoPackageDateTime) else column
+
     def native_crs(self, stored: StoredLayer) -> str | None:
         if stored.srid or stored.crs_wkt:
             return super().native_crs(stored)
@@ -345,23 +352,15 @@ def _file_crs(path: str, layer: str) -> str | None:
     return definition if definition and definition.strip().lower() != "undefined" else None
 
 
-def _output_schema(schema: Any, renames: dict[str, str]) -> Any:
-    """The stream's schema as stored: renamed columns, geometry as plain WKB named ``geom``, last."""
-    import pyarrow as pa
+def _write_arrow(reader: Any, target: Path, layer: str, geometry_type: str, crs: str | None) -> None:
+    import pyogrio.raw
 
-    fields = [pa.field(renames.get(f.name, f.name), f.type) for f in schema]
-    return pa.schema([*(f for f in fields if f.name != "geom"), pa.field("geom", pa.binary())])
-
-
-def _geometry_last(batch: Any) -> bool:
-    return batch.schema.names[-1] == "geom"
-
-
-def _with_geometry(batch: Any, geometry: Any, schema: Any) -> Any:
-    import pyarrow as pa
-
-    columns = [batch.column(f.name) for f in schema if f.name != "geom"]
-    return pa.RecordBatch.from_arrays([*columns, geometry], schema=schema)
+    with warnings.catch_warnings():
+        # A layer without a CRS is stored without one; pyogrio's warning says no more than that.
+        warnings.filterwarnings("ignore", "'crs' was not provided", UserWarning)
+        pyogrio.raw.write_arrow(reader, str(target), layer=layer, driver="GPKG", geometry_name="geom",
+                                geometry_type=geometry_type, crs=crs,
+                                layer_options={"GEOMETRY_NAME": "geom", "FID": "fid", "SPATIAL_INDEX": "YES"})
 
 
 def _chain(first: Any, rest: Any):

@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer
 from cartotheca.geodata.storage._source import (
+    BATCH_SIZE,
     GeometryKinds,
     check_name,
     crs_info,
@@ -107,6 +108,7 @@ def _csv_column(column: Any) -> Any:
 
 class PostGISStore(SQLVectorStore):
     name = "postgis"
+    batch_size = BATCH_SIZE  # features per Arrow batch (and per COPY chunk) while writing
 
     def __init__(self, url: str):
         self.url = url
@@ -163,7 +165,7 @@ class PostGISStore(SQLVectorStore):
         import pyarrow.csv as pacsv
 
         qualified = self._qualified(location)
-        with open_source(source) as stream:
+        with open_source(source, self.batch_size) as stream:
             batches = stream.batches()
             first = next(batches, None)
             kinds = GeometryKinds()
@@ -172,16 +174,15 @@ class PostGISStore(SQLVectorStore):
             declared_base, declared_multi = declared_type(stream.declared_geometry_type)
             promote = declared_multi or kinds.mixed_multi
             base = kinds.base_name(promote) if kinds.codes else (declared_base or "Geometry")
-            schema = first.schema if first is not None else stream.reader.schema
-            attributes = [f for f in schema if f.name != "geom" and stream.renames.get(f.name) != "geom"]
-            attributes = [pa.field(stream.renames.get(f.name, f.name), f.type) for f in attributes]
-            fields = [FieldInfo(f.name, xsd_type(f.type)) for f in attributes]
+            attributes = [f for f in stream.schema if f.name != "geom"]
+            fields = stream.attribute_fields()
             crs_wkt, epsg = crs_info(stream.crs)
             srid = epsg or (self._custom_srid(cursor, crs_wkt) if crs_wkt else 0)
             columns = ", ".join(f"{_quote(f.name)} {_pg_type(f.type)}" for f in attributes)
-            cursor.execute(f"CREATE TABLE {qualified} (fid bigserial PRIMARY KEY"
-                           f"{', ' if columns else ''}{columns}, "
-                           f"geom geometry({_typmod(base, kinds.has_z)}, {srid}))")
+            # Same column order as the GeoPackage tables: fid, geom, the attributes.
+            cursor.execute(f"CREATE TABLE {qualified} (fid bigserial PRIMARY KEY, "
+                           f"geom geometry({_typmod(base, kinds.has_z)}, {srid})"
+                           f"{', ' if columns else ''}{columns})")
             names = ", ".join([*(_quote(f.name) for f in attributes), "geom"])
             copy_sql = f"COPY {qualified} ({names}) FROM STDIN WITH (FORMAT csv)"
             count = 0

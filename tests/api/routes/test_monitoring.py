@@ -263,7 +263,8 @@ def test_types_and_metrics(monitored, admin_auth):  # noqa: F811
         assert {e["name"] for e in other} >= {"all", "other", "download", "view", "geoserver"}
         assert not any(e["name"].startswith("OWS:") for e in other)
     bad = client.get(f"{API}/event_types/", params={"ows_service": "maybe"}, headers=admin_auth)
-    assert bad.status_code == 400 and bad.json()["errors"] == {"ows_service": ["Invalid ows_service value maybe"]}
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == {"ows_service": ["Invalid ows_service value maybe"]}
     groups = envelope_ok(client.get(f"{API}/metrics/", headers=admin_auth))["metrics"]
     by_service = {g["service"]: {m["name"]: m for m in g["metrics"]} for g in groups}
     assert set(by_service) == {"core", "mapserver", "hostcore", "hostmapserver"}
@@ -333,7 +334,8 @@ def test_server_errors_are_captured_with_their_request(make_app, admin_auth):
                                           params={"error_type": "KeyError"}))
         assert filtered["exceptions"] == []
         missing = client.get(f"{API}/exceptions/999999/", headers=admin_auth)
-        assert missing.status_code == 404 and missing.json()["errors"] == {"exception_id": ["Object not found"]}
+        assert missing.status_code == 404
+        assert missing.json()["errors"] == {"exception_id": ["Object not found"]}
         # The error is counted too.
         collect(app)
         errors = metric_rows(client, admin_auth, "response.error.types", last=3600)
@@ -354,7 +356,8 @@ def create_response_time_check(client, admin_auth, emails: str, overrides: dict 
     return client.post(f"{API}/notifications/", data=payload, headers=admin_auth)
 
 
-def test_a_breached_threshold_mails_once_within_its_grace_period(make_app, admin_auth, db, smtp_server):
+def test_a_breached_threshold_mails_once_within_its_grace_period(make_app, admin_auth, db,
+                                                                 smtp_server):  # noqa: F811
     from fastapi.testclient import TestClient
 
     mailbox, port = smtp_server
@@ -470,7 +473,8 @@ def test_names_are_unique_and_the_form_validates_values(monitored, admin_auth): 
     form = envelope_ok(client.get(url, headers=admin_auth))["data"]
     assert {f["field_name"]: f["current_value"] for f in form["fields"]} == {
         "response.time.max_value": 250.0, "request.count.min_value": None}
-    envelope_ok(client.post(url, headers=admin_auth, data={"request.count.min_value": "25", "active": "false"}))
+    envelope_ok(client.post(url, headers=admin_auth,
+                            data={"request.count.min_value": "25", "active": "false"}))
     form = envelope_ok(client.get(url, headers=admin_auth))["data"]
     assert form["notification"]["active"] is False
     assert client.get(f"{API}/notifications/config/424242/", headers=admin_auth).status_code == 404

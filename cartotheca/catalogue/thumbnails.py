@@ -1,0 +1,265 @@
+"""cartotheca.catalogue.thumbnails: a resource's thumbnail: checked, stored, rendered, found.
+
+A thumbnail is a PNG at ``DATA_DIR/thumbnails/<uuid>.png`` served at
+``{SITEURL}thumbnails/<uuid>.png``; ``Resource.thumbnail_url`` holds that URL (or, when a client
+sets one, an external image URL). Uploaded images are decoded before they are kept: the bytes
+must really be a PNG or JPEG, their header's size is checked before any pixel is decoded (a
+small file can declare a huge image), and they are re-encoded as PNG within THUMBNAIL_SIZE.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import os
+import re
+import tempfile
+import uuid as uuid_mod
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from cartotheca.catalogue import permissions as perms
+from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue.auth import Principal
+from cartotheca.db.base import utcnow
+from cartotheca.db.models import Dataset, Resource
+from cartotheca.errors import InvalidInput, MethodNotAllowed, NotFound
+from cartotheca.settings import Settings
+
+MAX_BYTES = 1024 * 1024  # GeoNode: "File must not exceed 1MB"
+MAX_PIXELS = 25_000_000  # declared size beyond which an image is not decoded at all
+SIGNATURES = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
+DATA_URL = re.compile(r"^data:image/(png|jpe?g);base64,", re.IGNORECASE)
+IMAGE_URL = re.compile(r"\.(png|jpe?g)$", re.IGNORECASE)
+THUMBNAIL_TYPES = ("dataset", "map")  # the types a thumbnail can be drawn for from a box
+
+
+def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:
+    """Where a resource's thumbnail lives; the uuid is checked so it cannot name another path."""
+    try:
+        text = str(uuid_mod.UUID(resource_uuid))
+    except (ValueError, TypeError, AttributeError):
+        raise NotFound() from None
+    return settings.DATA_DIR / "thumbnails" / f"{text}.png"
+
+
+def thumbnail_url(settings: Settings, resource_uuid: str) -> str:
+    return f"{settings.SITEURL}thumbnails/{resource_uuid}.png"
+
+
+def is_own_url(settings: Settings, url: str | None, resource_uuid: str) -> bool:
+    return url == thumbnail_url(settings, resource_uuid)
+
+
+# -- decoding uploads -----------------------------------------------------------------------
+
+
+def decode_image(data: bytes, size: Sequence[int]) -> bytes:
+    """``data`` (PNG or JPEG bytes) as a PNG no larger than ``size`` (width, height)."""
+    if len(data) > MAX_BYTES:
+        raise InvalidInput("File must not exceed 1MB")
+    driver = next((name for magic, name in SIGNATURES.items() if data.startswith(magic)), None)
+    if driver is None:
+        raise InvalidInput("The file must be an image with format (png, jpeg or jpg)")
+    import rasterio
+    from rasterio.enums import Resampling
+    from rasterio.errors import RasterioError
+    from rasterio.io import MemoryFile
+
+    try:
+        with warnings.catch_warnings(), MemoryFile(data) as memory, memory.open(driver=driver) as src:
+            warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+            if src.width * src.height > MAX_PIXELS:
+                raise InvalidInput(f"The image is larger than {MAX_PIXELS} pixels")
+            scale = min(1.0, size[0] / src.width, size[1] / src.height)
+            width, height = max(1, round(src.width * scale)), max(1, round(src.height * scale))
+            pixels = src.read(out_shape=(src.count, height, width), resampling=Resampling.average)
+            pixels = _as_rgba(src, pixels)
+    except RasterioError:
+        raise InvalidInput("The file is not a readable PNG or JPEG image") from None
+    return encode_png(pixels)
+
+
+def _as_rgba(src, pixels: np.ndarray) -> np.ndarray:
+    """Grey, grey+alpha, palette, RGB or RGBA bands as 8-bit RGBA."""
+    if pixels.dtype != np.uint8:
+        pixels = (pixels >> 8).astype(np.uint8) if pixels.dtype == np.uint16 else pixels.astype(np.uint8)
+    count, height, width = pixels.shape
+    if count == 1 and src.colorinterp[0].name == "palette":
+        table = np.zeros((256, 4), dtype=np.uint8)
+        for index, colour in src.colormap(1).items():
+            table[index] = colour
+        return np.moveaxis(table[pixels[0]], -1, 0)
+    opaque = np.full((1, height, width), 255, dtype=np.uint8)
+    if count == 1:
+        return np.concatenate([pixels, pixels, pixels, opaque])
+    if count == 2:
+        return np.concatenate([pixels[:1], pixels[:1], pixels[:1], pixels[1:2]])
+    if count == 3:
+        return np.concatenate([pixels, opaque])
+    return pixels[:4]
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """RGBA bands (4, height, width) as PNG bytes."""
+    import rasterio
+    from rasterio.io import MemoryFile
+
+    count, height, width = pixels.shape
+    with warnings.catch_warnings(), MemoryFile() as memory:
+        warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
+        with memory.open(driver="PNG", width=width, height=height, count=count, dtype="uint8") as dst:
+            dst.write(pixels)
+        return memory.read()
+
+
+def parse_thumbnail(value: Any) -> bytes | str:
+    """The ``file`` of set_thumbnail: image bytes (an upload, a base64 string or data URL) or
+    an http(s) URL of a PNG/JPEG image, kept as the thumbnail URL."""
+    if value is None or value == "":
+        raise InvalidInput("Field file is required")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if not isinstance(value, str):
+        raise InvalidInput("Field file is required")
+    text = value.strip()
+    if text.lower().startswith(("http://", "https://")):
+        parts = urlsplit(text)
+        if len(text) > 2048 or not parts.netloc or not IMAGE_URL.search(parts.path):
+            raise InvalidInput("The url must be of an image with format (png, jpeg or jpg)")
+        return text
+    match = DATA_URL.match(text)
+    encoded = text[match.end():] if match else text
+    if len(encoded) > math.ceil(MAX_BYTES / 3) * 4 + 4:
+        raise InvalidInput("File must not exceed 1MB")
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInput("The file must be an image upload, a base64 image or an image URL") from None
+
+
+# -- storing --------------------------------------------------------------------------------
+
+
+def write_thumbnail(settings: Settings, resource: Resource, png: bytes) -> str:
+    """Store ``png`` as the resource's thumbnail (atomically: readers never see half a file)."""
+    path = thumbnail_path(settings, resource.uuid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".thumb-", suffix=".png")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(png)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    url = thumbnail_url(settings, resource.uuid)
+    resource.thumbnail_url = url
+    resource.last_updated = utcnow()
+    return url
+
+
+def set_thumbnail(session: Session, principal: Principal, settings: Settings, resource: Resource,
+                  value: Any) -> str:
+    """PUT set_thumbnail: an uploaded/base64 image is stored, a URL is kept as it is."""
+    catalogue.require(session, principal, resource, perms.CHANGE_METADATA)
+    parsed = parse_thumbnail(value)
+    if isinstance(parsed, str):
+        thumbnail_path(settings, resource.uuid).unlink(missing_ok=True)
+        resource.thumbnail_url = parsed
+        resource.last_updated = utcnow()
+        return parsed
+    size = settings.THUMBNAIL_SIZE[:2]
+    return write_thumbnail(settings, resource, decode_image(parsed, size))
+
+
+def parse_bbox(body: Any) -> tuple[tuple[float, float, float, float], str]:
+    """``{"bbox": [xmin, xmax, ymin, ymax], "srid": "EPSG:3857"}`` (GeoNode's x, x, y, y order)
+    → ((minx, miny, maxx, maxy), crs)."""
+    if not isinstance(body, Mapping):
+        raise InvalidInput("Expected {\"bbox\": [xmin, xmax, ymin, ymax], \"srid\": \"EPSG:3857\"}")
+    values = body.get("bbox")
+    if isinstance(values, str):
+        values = values.split(",")
+    if not isinstance(values, list) or len(values) != 4:
+        raise InvalidInput("bbox: expected [xmin, xmax, ymin, ymax]")
+    try:
+        xmin, xmax, ymin, ymax = (float(v) for v in values)
+    except (TypeError, ValueError):
+        raise InvalidInput("bbox: expected four numbers") from None
+    if not all(math.isfinite(v) for v in (xmin, xmax, ymin, ymax)) or xmin >= xmax or ymin >= ymax:
+        raise InvalidInput("bbox: expected xmin < xmax and ymin < ymax")
+    srid = body.get("srid") or "EPSG:3857"
+    if not isinstance(srid, str) or not re.fullmatch(r"(?i)epsg:\d{1,6}", srid.strip()):
+        raise InvalidInput("srid: expected a code such as \"EPSG:3857\"")
+    return (xmin, ymin, xmax, ymax), srid.strip().upper()
+
+
+def set_thumbnail_from_bbox(session: Session, principal: Principal, settings: Settings,
+                            resource: Resource, body: Any) -> str:
+    """Draw the resource over a box (a dataset in its default style, a map's layers)."""
+    if resource.resource_type not in THUMBNAIL_TYPES:
+        raise MethodNotAllowed(f"Thumbnails are drawn from a box for datasets and maps, not for "
+                               f"a {resource.resource_type}")
+    catalogue.require(session, principal, resource, perms.CHANGE_METADATA)
+    bbox, crs = parse_bbox(body)
+    width, height = settings.THUMBNAIL_SIZE[:2]
+    png = render_layers(session, settings, resource, bbox, crs, width, height)
+    return write_thumbnail(settings, resource, png)
+
+
+def render_layers(session: Session, settings: Settings, resource: Resource, bbox, crs: str,
+                  width: int, height: int) -> bytes:
+    from cartotheca.ows import render
+
+    layers = layers_to_draw(session, resource)
+    if not layers:
+        raise InvalidInput("There is nothing to draw: the map has no layers")
+    if resource.resource_type == "dataset":
+        _, dataset = layers[0]
+        return render.render_thumbnail(settings, resource, dataset, width, height, bbox=bbox, crs=crs)
+    return render.render_image(settings, [render.LayerSpec(r, d) for r, d in layers], bbox, crs,
+                               width, height)
+
+
+def layers_to_draw(session: Session, resource: Resource) -> list[tuple[Resource, Dataset]]:
+    """The datasets a thumbnail of ``resource`` shows: the dataset itself, or a map's layers
+    (maps keep no layers yet; the maps module adds them here)."""
+    if resource.resource_type != "dataset":
+        return []
+    dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)
+                             .options(selectinload(Dataset.styles)))
+    return [(resource, dataset)] if dataset is not None else []
+
+
+# -- serving --------------------------------------------------------------------------------
+
+
+def visible_thumbnail(session: Session, principal: Principal, settings: Settings,
+                      resource_uuid: str) -> tuple[Path, bool]:
+    """The stored thumbnail of a resource the principal may view, and whether anonymous
+    callers may view it too (shared caches may keep it); NotFound otherwise, so a private
+    resource's thumbnail does not even reveal that it exists."""
+    path = thumbnail_path(settings, resource_uuid)
+    resource = session.scalar(select(Resource).where(
+        Resource.uuid == path.stem, perms.visible_to(principal, settings, check_advertised=False)))
+    if resource is None or not path.is_file():
+        raise NotFound()
+    public = principal.id is None or perms.can(session, _anonymous(session, settings), resource,
+                                               perms.VIEW)
+    return path, public
+
+
+def _anonymous(session: Session, settings: Settings) -> Principal:
+    from cartotheca.catalogue.accounts import internal_group_ids
+
+    anonymous_id, _ = internal_group_ids(session, settings)
+    return Principal(None, frozenset({anonymous_id}))
