@@ -53,7 +53,7 @@ def log(*parts: object) -> None:
 
 def psql(sql: str, dbname: str = "postgres") -> str:
     done = subprocess.run(["psql", "-h", PG_HOST, "-p", str(PG_PORT), "-U", PG_USER, "-d", dbname,
-                           "-v", "ON_ERROR_STOP=1", "-qAtc", sql], capture_output=True, text=True)
+                           "-v", "ON_ERROR_STOP=1", "-qAt"], input=sql, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"psql failed: {sql}\n{done.stderr}")
     return done.stdout

@@ -6,7 +6,7 @@ R-tree, shared/anchors/geodata/arrow_copy.py); the store streams ``open_arrow`` 
 ratio of medians is printed (target: the store at ≥ 80% of the baseline's features/s).
 Optionally also times PostGISStore.write into a throwaway database.
 
-    python bench/geodata/gen_vectors.py /tmp/geobench/data --points 1000000 --polygons 100000 --formats gpkg,fgb
+    python bench/geodata/gen_vectors.py /tmp/geobench/data --points 1000000 --polygons 100000
     python bench/geodata/storage_write.py /tmp/geobench/data/points.gpkg /tmp/geobench/data/polygons.gpkg -n 3
 """
 

@@ -53,6 +53,7 @@ ROLES = {
 VALUE_ELEMENTS = {"CharacterString", "Anchor", "Date", "DateTime", "Decimal", "Integer", "Real",
                   "Boolean", "LocalisedCharacterString", "URL", "Measure"}
 MAX_SHORT = 255
+XLINK = "http://www.w3.org/1999/xlink"
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Party:
 @dataclass
 class KeywordGroup:
     words: list[str]
-    anchors: list[str]  # gmx:Anchor hrefs, matched to thesaurus keyword URIs
+    anchors: list[str | None]  # each word's gmx:Anchor href (matched to thesaurus keyword URIs)
     thesaurus: str | None
 
 
@@ -219,24 +220,24 @@ def _citation_date(citation: etree._Element) -> tuple[dt.datetime | None, str | 
 
 
 def _language(el: etree._Element) -> str | None:
-    code = _first(el, "language/*") or _first(el, "defaultLocale/*/language/*")
-    value = _code(code) if code is not None and code.get("codeListValue") else _value(
-        _first(el, "language"))
+    code = _first(el, "language/*")
+    if code is None:
+        code = _first(el, "defaultLocale/*/language/*")
+    value = _code(code) if code is not None else _value(_first(el, "language"))
     if value and re.fullmatch(r"[A-Za-z]{2,3}", value):
         return value.lower()
     return None
 
 
 def _keywords(block: etree._Element) -> KeywordGroup:
-    words, anchors = [], []
+    words: list[str] = []
+    anchors: list[str | None] = []
     for keyword in _all(block, "keyword"):
         text = _value(keyword)
         if text:
             words.append(text)
-        for child in keyword:
-            href = child.get("{http://www.w3.org/1999/xlink}href") if isinstance(child.tag, str) else None
-            if href:
-                anchors.append(href)
+            anchors.append(next((c.get(f"{{{XLINK}}}href") for c in keyword
+                                 if isinstance(c.tag, str) and c.get(f"{{{XLINK}}}href")), None))
     thesaurus = _text(block, "thesaurusName/*/title")
     return KeywordGroup(words, anchors, thesaurus)
 
@@ -277,7 +278,7 @@ def _constraints(info: etree._Element, record: IsoRecord) -> None:
                     record.constraints.append(text)
                 record.licence_hints.append(text)
             for child in other:
-                href = child.get("{http://www.w3.org/1999/xlink}href") if isinstance(child.tag, str) else None
+                href = child.get(f"{{{XLINK}}}href") if isinstance(child.tag, str) else None
                 if href:
                     record.licence_hints.append(href)
         for code in _all(block, "accessConstraints/*") + _all(block, "useConstraints/*"):
@@ -396,19 +397,28 @@ def _apply_keywords(session: Session, resource: Resource, record: IsoRecord) -> 
     if not record.keywords:
         return
     free: list[str] = []
-    thesaurus_words: list[str] = []
-    anchors: list[str] = []
+    candidates: list[tuple[str, str | None]] = []
     for group in record.keywords:
         if group.thesaurus:
-            thesaurus_words += group.words
-            anchors += group.anchors
+            candidates += list(zip(group.words, group.anchors, strict=True))
         else:
             free += group.words
+    uris = [a for _, a in candidates if a]
+    labels = [w for w, _ in candidates]
     matched = list(session.scalars(select(ThesaurusKeyword).where(or_(
-        ThesaurusKeyword.about.in_(anchors), ThesaurusKeyword.alt_label.in_(thesaurus_words))))
-    ) if (anchors or thesaurus_words) else []
-    known = {t.alt_label for t in matched}
-    free += [w for w in thesaurus_words if w not in known]
+        ThesaurusKeyword.about.in_(uris), ThesaurusKeyword.alt_label.in_(labels))))
+    ) if candidates else []
+    by_uri = {t.about: t for t in matched if t.about}
+    by_label = {t.alt_label: t for t in matched}
+    found = []
+    for word, anchor in candidates:
+        keyword = by_uri.get(anchor) if anchor else None
+        keyword = keyword or by_label.get(word)
+        if keyword is None:
+            free.append(word)  # a keyword of a thesaurus we do not hold stays a free keyword
+        else:
+            found.append(keyword)
+    matched = found
     names = [w.strip() for w in free if w.strip() and len(w.strip()) <= MAX_SHORT]
     resource.keywords = keywords_by_name(session, list(dict.fromkeys(names)))
     if matched:
@@ -444,7 +454,6 @@ def _apply_contacts(session: Session, resource: Resource, record: IsoRecord) -> 
 
 GCO = "http://www.isotc211.org/2005/gco"
 GML = "http://www.opengis.net/gml"
-XLINK = "http://www.w3.org/1999/xlink"
 CODELISTS = "http://standards.iso.org/iso/19139/resources/gmxCodelists.xml"
 GMX = "http://www.isotc211.org/2005/gmx"
 ISO_NS = {"gmd": GMD, "gco": GCO, "gmx": GMX, "gml": GML, "xlink": XLINK}
@@ -523,7 +532,8 @@ def _identification(info: etree._Element, resource: Resource) -> None:
     _el(_el(date, "gmd:date"), "gco:DateTime", _iso_date(resource.date))
     _codelist(date, "gmd:dateType", "CI_DateTypeCode", resource.date_type or "publication")
     _string(citation, "gmd:edition", resource.edition)
-    _string(info, "gmd:abstract", resource.abstract)
+    # gmd:abstract is mandatory, even when there is nothing to say
+    _el(_el(info, "gmd:abstract"), "gco:CharacterString", resource.abstract or "")
     _string(info, "gmd:purpose", resource.purpose)
     for contact in resource.contacts:
         if contact.role != "metadata_author" and contact.role in ROLE_CODES:

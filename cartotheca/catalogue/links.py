@@ -97,9 +97,25 @@ def resource_links(site: str, resource: Any) -> list[Link]:
     links = metadata_links(site, resource)
     if is_dataset(resource):
         links += dataset_links(site, resource)
-    if resource.thumbnail_url:
-        links.append(Link("png", "image", "Thumbnail", "image/png", resource.thumbnail_url))
+    thumbnail = thumbnail_url(site, resource)
+    if thumbnail:
+        links.append(Link("png", "image", "Thumbnail", "image/png", thumbnail))
     return links
+
+
+def thumbnail_url(site: str, resource: Any) -> str | None:
+    """The thumbnail's absolute URL. A thumbnail stored here is addressed under the current
+    SITEURL (the stored URL may predate a change of SITEURL); relative values are joined to
+    SITEURL and external ones are passed through, as GeoNode does."""
+    value = resource.thumbnail_url
+    if not value:
+        return None
+    own = f"thumbnails/{resource.uuid}.png"
+    if value == own or value.endswith("/" + own):
+        return _site(site) + own
+    if not value.lower().startswith(("http://", "https://")):
+        return _site(site) + value.lstrip("/")
+    return value
 
 
 def metadata_links(site: str, resource: Any) -> list[Link]:

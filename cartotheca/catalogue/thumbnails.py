@@ -75,14 +75,15 @@ def decode_image(data: bytes, size: Sequence[int]) -> bytes:
     from rasterio.io import MemoryFile
 
     try:
-        with warnings.catch_warnings(), MemoryFile(data) as memory, memory.open(driver=driver) as src:
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
-            if src.width * src.height > MAX_PIXELS:
-                raise InvalidInput(f"The image is larger than {MAX_PIXELS} pixels")
-            scale = min(1.0, size[0] / src.width, size[1] / src.height)
-            width, height = max(1, round(src.width * scale)), max(1, round(src.height * scale))
-            pixels = src.read(out_shape=(src.count, height, width), resampling=Resampling.average)
-            pixels = _as_rgba(src, pixels)
+            with MemoryFile(data) as memory, memory.open(driver=driver) as src:
+                if src.width * src.height > MAX_PIXELS:
+                    raise InvalidInput(f"The image is larger than {MAX_PIXELS} pixels")
+                scale = min(1.0, size[0] / src.width, size[1] / src.height)
+                width, height = max(1, round(src.width * scale)), max(1, round(src.height * scale))
+                pixels = src.read(out_shape=(src.count, height, width), resampling=Resampling.average)
+                pixels = _as_rgba(src, pixels)
     except RasterioError:
         raise InvalidInput("The file is not a readable PNG or JPEG image") from None
     return encode_png(pixels)
@@ -114,11 +115,12 @@ def encode_png(pixels: np.ndarray) -> bytes:
     from rasterio.io import MemoryFile
 
     count, height, width = pixels.shape
-    with warnings.catch_warnings(), MemoryFile() as memory:
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
-        with memory.open(driver="PNG", width=width, height=height, count=count, dtype="uint8") as dst:
-            dst.write(pixels)
-        return memory.read()
+        with MemoryFile() as memory:
+            with memory.open(driver="PNG", width=width, height=height, count=count, dtype="uint8") as dst:
+                dst.write(pixels)
+            return memory.read()
 
 
 def parse_thumbnail(value: Any) -> bytes | str:

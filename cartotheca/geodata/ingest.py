@@ -215,16 +215,23 @@ def discard(settings: Settings, stored: Stored) -> None:
 def discard_named(settings: Settings, kind: str, store_name: str) -> None:
     """Drop whatever a store holds under ``store_name`` (an interrupted write included)."""
     if kind == "raster":
-        raster_store(settings).drop(f"{store_name}.tif")
+        store = raster_store(settings)
+        store.drop(f"{store_name}.tif")
+        _remove_temporaries(getattr(store, "root", None), store_name, "tif")
         return
-    store = vector_store(settings)
-    store.drop(_named_layer(settings, store.name, store_name))
-    root = getattr(store, "root", None)
-    if store.name == "geopackage" and root is not None:
-        # A write killed midway leaves the store's hidden temporary file (".<name>.<token>.tmp.gpkg");
-        # drop() only knows the published file.
-        for leftover in Path(root).glob(f".{store_name}.*.tmp.gpkg*"):
-            leftover.unlink(missing_ok=True)
+    vector = vector_store(settings)
+    vector.drop(_named_layer(settings, vector.name, store_name))
+    if vector.name == "geopackage":
+        _remove_temporaries(getattr(vector, "root", None), store_name, "gpkg")
+
+
+def _remove_temporaries(root: Path | None, store_name: str, suffix: str) -> None:
+    """File stores write to a hidden ``.<name>.<token>.tmp.<suffix>`` first; a write killed
+    midway leaves it behind, and ``drop`` only knows the published file."""
+    if root is None:
+        return
+    for leftover in Path(root).glob(f".{store_name}.*.tmp.{suffix}*"):
+        leftover.unlink(missing_ok=True)
 
 
 def _named_layer(settings: Settings, storage: str, store_name: str) -> StoredLayer:

@@ -28,20 +28,25 @@ from pygeofilter.parsers.fes.v11 import FES11Parser
 from pygeofilter.parsers.fes.v20 import FES20Parser
 from pygeofilter.util import parse_datetime
 from pyproj import CRS, Transformer
-from sqlalchemy import Boolean, ColumnElement, Table, and_, false, func, literal, not_, or_, true
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy import ColumnElement, Table, and_, false, func, literal, not_, or_, true
 
 from cartotheca.ows import gml
 from cartotheca.ows.exceptions import OWSException
+from cartotheca.ows.filter_values import (
+    CaseSensitiveLike,
+    coerce,
+    compare,
+    date_compare,
+    invalid,
+    like_pattern,
+    period,
+    to_metres,
+)
 
 Sql = Callable[[Table], ColumnElement[bool]]
 Mask = Callable[[np.ndarray], np.ndarray]
 Bounds = tuple[float, float, float, float]
 GEOMETRY_NAMES = ("the_geom", "geom", "geometry", "shape", "wkb_geometry")
-
-
-def invalid(message: str) -> OWSException:
-    return OWSException("InvalidParameterValue", message, locator="filter")
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -507,7 +512,7 @@ class _Compiler:
             name = self.column_name(lhs_node)
             return lambda t: date_compare(t.c[name], op, instant)
         lhs, rhs = self.expression(lhs_node, kind), self.expression(rhs_node, kind)
-        return lambda t: _compare(lhs(t), op, rhs(t))
+        return lambda t: compare(lhs(t), op, rhs(t))
 
     def like(self, node: ast.Like) -> Sql:
         lhs = self.expression(node.lhs)
@@ -523,7 +528,7 @@ class _Compiler:
             raise invalid("A temporal operator compares a property with a time")
         name = self.column_name(node.lhs)
         kind = self.python_type(name)
-        start, end = _period(node.rhs)
+        start, end = period(node.rhs)
         op = type(node)
         tests: dict[type, list[tuple[str, Any]]] = {
             ast.TimeAfter: [(">", end)], ast.TimeBefore: [("<", start)],
@@ -544,7 +549,7 @@ class _Compiler:
             column = t.c[name]
             if kind is dt.date:
                 return and_(*(date_compare(column, o, v) for o, v in conditions))
-            return and_(*(_compare(column, o, literal(coerce(v, kind))) for o, v in conditions))
+            return and_(*(compare(column, o, literal(coerce(v, kind))) for o, v in conditions))
 
         return build
 
@@ -671,160 +676,3 @@ class _Compiler:
         dlon = min(360.0, metres / (111_320.0 * math.cos(math.radians(maxlat))))
         return (lambda g: shapely.dwithin(target, project(g), metres)), \
             (xmin - dlon, ymin - dlat, xmax + dlon, ymax + dlat)
-
-
-# -- helpers --------------------------------------------------------------------------------
-
-UNITS_TO_METRES = {
-    "m": 1.0, "meter": 1.0, "meters": 1.0, "metre": 1.0, "metres": 1.0, "9001": 1.0,
-    "km": 1000.0, "kilometer": 1000.0, "kilometers": 1000.0, "kilometre": 1000.0,
-    "kilometres": 1000.0, "9036": 1000.0,
-    "ft": 0.3048, "foot": 0.3048, "feet": 0.3048, "9002": 0.3048,
-    "mi": 1609.344, "mile": 1609.344, "miles": 1609.344, "statute miles": 1609.344,
-    "nautical miles": 1852.0, "nm": 1852.0,
-}
-
-
-def to_metres(distance: float, units: str) -> float | None:
-    """A distance in metres, or None when the units are degrees or unknown (layer units)."""
-    key = units.strip().lower().rsplit(":", 1)[-1].rsplit("#", 1)[-1]
-    factor = UNITS_TO_METRES.get(key)
-    return None if factor is None else distance * factor
-
-
-def _period(value: Any) -> tuple[Any, Any]:
-    if isinstance(value, values.Interval):
-        start, end = value.start, value.end
-        if isinstance(start, dt.timedelta):
-            start = end - start
-        if isinstance(end, dt.timedelta):
-            end = start + end
-        return start, end
-    if isinstance(value, str):
-        value = coerce(value, dt.datetime)
-    return value, value
-
-
-def coerce(value: Any, kind: type | None) -> Any:
-    """A literal converted to the column's Python type (so comparisons bind correctly)."""
-    if value is None or kind is None or isinstance(value, ast.Node):
-        return value
-    try:
-        if kind is bool:
-            return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "1")
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                return value
-            return int(value) if not isinstance(value, str) else int(float(value))
-        if kind is float:
-            return float(value)
-        if kind is str:
-            return value if isinstance(value, str) else str(value)
-        if kind is dt.datetime:
-            if isinstance(value, dt.datetime):
-                instant = value
-            elif isinstance(value, dt.date):
-                instant = dt.datetime(value.year, value.month, value.day)
-            else:
-                instant = parse_datetime(str(value).strip())
-            if instant.tzinfo is not None:
-                instant = instant.astimezone(dt.UTC).replace(tzinfo=None)
-            return instant
-        if kind is dt.date:
-            if isinstance(value, dt.datetime):
-                return value.date()
-            if isinstance(value, dt.date):
-                return value
-            return dt.date.fromisoformat(str(value).strip()[:10])
-    except (TypeError, ValueError) as exc:
-        raise invalid(f"{value!r} is not a valid {kind.__name__}") from exc
-    return value
-
-
-def _compare(lhs: Any, op: str, rhs: Any) -> ColumnElement[bool]:
-    return {"=": lambda: lhs == rhs, "<>": lambda: lhs != rhs, "<": lambda: lhs < rhs,
-            "<=": lambda: lhs <= rhs, ">": lambda: lhs > rhs, ">=": lambda: lhs >= rhs}[op]()
-
-
-def date_compare(column: Any, op: str, instant: Any) -> ColumnElement[bool]:
-    """A date column compared with an instant: a date stands for its midnight."""
-    instant = coerce(instant, dt.datetime)
-    day = instant.date()
-    midnight = instant == dt.datetime(day.year, day.month, day.day)
-    ceiling = day if midnight else day + dt.timedelta(days=1)
-    if op == ">":
-        return column > day
-    if op == ">=":
-        return column >= ceiling
-    if op == "<":
-        return column < ceiling
-    if op == "<=":
-        return column <= day
-    if op == "=":
-        return column == day if midnight else false()
-    return column != day if midnight else true()
-
-
-def like_pattern(pattern: str, wildcard: str, single: str, escape: str) -> str:
-    """An OGC LIKE pattern → an SQL LIKE pattern with ``\\`` as its escape character."""
-    out = []
-    chars = iter(pattern)
-    for ch in chars:
-        if escape and ch == escape:
-            nxt = next(chars, "")
-            out.append("\\" + nxt if nxt in ("%", "_", "\\") else nxt)
-        elif ch == wildcard:
-            out.append("%")
-        elif ch == single:
-            out.append("_")
-        elif ch in ("%", "_", "\\"):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-class CaseSensitiveLike(ColumnElement):
-    """``LIKE`` that respects case on every database (SQLite's LIKE ignores ASCII case; GLOB
-    does not)."""
-
-    inherit_cache = False
-    type = Boolean()
-
-    def __init__(self, expr: Any, pattern: str):
-        self.expr = expr
-        self.pattern = pattern
-
-
-@compiles(CaseSensitiveLike)
-def _like_default(element: CaseSensitiveLike, compiler, **kw) -> str:
-    expr = compiler.process(element.expr, **kw)
-    pattern = compiler.process(literal(element.pattern), **kw)
-    return f"({expr} LIKE {pattern} ESCAPE '\\')"
-
-
-@compiles(CaseSensitiveLike, "sqlite")
-def _like_sqlite(element: CaseSensitiveLike, compiler, **kw) -> str:
-    expr = compiler.process(element.expr, **kw)
-    pattern = compiler.process(literal(_glob_pattern(element.pattern)), **kw)
-    return f"({expr} GLOB {pattern})"
-
-
-def _glob_pattern(like: str) -> str:
-    out = []
-    chars = iter(like)
-    for ch in chars:
-        if ch == "\\":
-            ch = next(chars, "")
-            out.append(f"[{ch}]" if ch in "*?[" else ch)
-        elif ch == "%":
-            out.append("*")
-        elif ch == "_":
-            out.append("?")
-        elif ch in "*?[":
-            out.append(f"[{ch}]")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-

@@ -30,6 +30,7 @@ from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
 
 MAX_GRAPHIC_BYTES = 1024 * 1024
+MAX_MARKER_FILES = 4096
 DEFAULT_MARK_SIZE = 6.0  # SE 1.1 §11.3.2
 DEFAULT_GREY = "#808080"
 WELL_KNOWN_MARKS = {"circle", "square", "triangle", "star", "cross", "x"}
@@ -384,7 +385,26 @@ def _marker_file(data: bytes, suffix: str) -> str:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, path)
+        _prune_markers()
     return str(path)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile by another process
+        return 0.0
+
+
+def _prune_markers() -> None:
+    """Keep the marker directory bounded: SLD_BODY lets any client add graphics to it."""
+    files = [p for p in MARKER_DIR.iterdir() if p.suffix in (".svg", ".png", ".jpg")]
+    if len(files) <= MAX_MARKER_FILES:
+        return
+    files.sort(key=_mtime)
+    for old in files[:len(files) // 4]:
+        old.unlink(missing_ok=True)
+    _parse_cached.cache_clear()  # parsed styles naming a removed file write it again
 
 
 FONT_FAMILIES = {"serif": "DejaVu Serif", "times": "DejaVu Serif", "times new roman": "DejaVu Serif",

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pyproj import CRS, Transformer
+import shapely
+from pygeofilter import ast
+from pyproj import CRS
 from sqlalchemy import select
 from starlette.responses import Response, StreamingResponse
 
@@ -421,12 +423,8 @@ def _bbox_selection(text: str, info: FeatureTypeInfo, layer: filters.FilterLayer
     srs = _srs(parts[4], "bbox") if len(parts) == 5 else default_srs(info, version)
     if srs.swap:
         a, b, c, d = b, a, d, c
-    import shapely
-
     node = filters.GeometryLiteral(shapely.box(min(a, c), min(b, d), max(a, c), max(b, d)),
                                    f"EPSG:{srs.epsg}")
-    from pygeofilter import ast
-
     return filters.compile_filter(ast.GeometryIntersects(ast.Attribute(info.geometry_name), node), layer)
 
 
@@ -669,8 +667,3 @@ def _schema_location(req: OWSRequest, request: GetFeature, plans: list[Plan], ve
         if version == gml.GML32 else ""
     return f"{wfs[request.version]}{gml32} {own}"
 
-
-def reproject_bounds(bounds: tuple[float, float, float, float], source: CRS, target: CRS
-                     ) -> tuple[float, float, float, float]:
-    transformer = Transformer.from_crs(source, target, always_xy=True)
-    return transformer.transform_bounds(*bounds, densify_pts=21)

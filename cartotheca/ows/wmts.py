@@ -9,9 +9,12 @@ that prefer REST fetch the very same tiles.
 from __future__ import annotations
 
 import logging
+import math
 import urllib.parse
+from functools import lru_cache
 from typing import Any
 
+import pyproj
 from lxml import etree
 from starlette.responses import Response
 
@@ -41,6 +44,7 @@ SUPPORTED_CRS = {"WebMercatorQuad": "urn:ogc:def:crs:EPSG::3857",
 WELL_KNOWN_SCALE_SETS = {"WebMercatorQuad": "urn:ogc:def:wkss:OGC:1.0:GoogleMapsCompatible"}
 MERCATOR_MAX_LAT = 85.0511287798
 EXTENSIONS = {tiles.PNG: "png", tiles.MVT: "pbf"}
+_TO_MERCATOR = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
 
 
 def handle(req: OWSRequest) -> Response:
@@ -149,23 +153,43 @@ def _out_locator(tms: Any, z: int, row: int) -> str:
 
 def layer_limits(resource: Any, tms: Any, z: int) -> tuple[int, int, int, int] | None:
     """(min row, max row, min col, max col) of the tiles over the dataset's lon/lat extent."""
+    box = _tms_box(resource, tms)
+    return None if box is None else _limits(box, _matrix_geometry(tms.id, z))
+
+
+def _tms_box(resource: Any, tms: Any) -> tuple[float, float, float, float] | None:
+    """The dataset's lon/lat extent in the tile matrix set's CRS (clamped to its domain)."""
     if resource.ll_minx is None:
         return None
     west, east = max(resource.ll_minx, -180.0), min(resource.ll_maxx, 180.0)
-    south, north = resource.ll_miny, resource.ll_maxy
-    if tms.id == "WebMercatorQuad":
-        south, north = max(south, -MERCATOR_MAX_LAT), min(north, MERCATOR_MAX_LAT)
-    else:
-        south, north = max(south, -90.0), min(north, 90.0)
+    limit = MERCATOR_MAX_LAT if tms.id == "WebMercatorQuad" else 90.0
+    south, north = max(resource.ll_miny, -limit), min(resource.ll_maxy, limit)
     if west > east or south > north:
         return None
-    matrix = tms.matrix(z)
-    top_left = tms.tile(west, north, z, truncate=True)
-    bottom_right = tms.tile(east, south, z, truncate=True)
-    clamp_col = lambda v: min(max(v, 0), matrix.matrixWidth - 1)  # noqa: E731
-    clamp_row = lambda v: min(max(v, 0), matrix.matrixHeight - 1)  # noqa: E731
-    return (clamp_row(top_left.y), clamp_row(bottom_right.y), clamp_col(top_left.x),
-            clamp_col(bottom_right.x))
+    if tms.id == "WebMercatorQuad":
+        (west, east), (south, north) = _TO_MERCATOR.transform([west, east], [south, north])
+    return west, south, east, north
+
+
+@lru_cache(maxsize=128)
+def _matrix_geometry(tms_id: str, z: int) -> tuple[float, float, float, float, int, int]:
+    """Top-left corner, tile width and height in CRS units, and matrix size of one level."""
+    matrix = tiles.tile_matrix_set(tms_id).matrix(z)
+    x0, y0 = matrix.pointOfOrigin
+    return (x0, y0, matrix.cellSize * matrix.tileWidth, matrix.cellSize * matrix.tileHeight,
+            matrix.matrixWidth, matrix.matrixHeight)
+
+
+def _limits(box: tuple[float, float, float, float],
+            geometry: tuple[float, float, float, float, int, int]) -> tuple[int, int, int, int]:
+    west, south, east, north = box
+    x0, y0, span_x, span_y, width, height = geometry
+    # An east or south edge exactly on a tile boundary does not reach into the next tile.
+    min_col, max_col = math.floor((west - x0) / span_x), math.ceil((east - x0) / span_x) - 1
+    min_row, max_row = math.floor((y0 - north) / span_y), math.ceil((y0 - south) / span_y) - 1
+    max_col, max_row = max(max_col, min_col), max(max_row, min_row)
+    return (min(max(min_row, 0), height - 1), min(max(max_row, 0), height - 1),
+            min(max(min_col, 0), width - 1), min(max(max_col, 0), width - 1))
 
 
 # -- GetCapabilities ---------------------------------------------------------------------------
@@ -252,13 +276,12 @@ def _layer(contents: etree._Element, settings: Any, resource: Any, dataset: Any)
 def _tile_matrix_set_link(layer: etree._Element, resource: Any, tms: Any) -> None:
     link = _el(layer, "TileMatrixSetLink")
     _el(link, "TileMatrixSet", tms.id)
-    if resource.ll_minx is None:
+    box = _tms_box(resource, tms)
+    if box is None:
         return
     limits = _el(link, "TileMatrixSetLimits")
     for z in range(tms.minzoom, tms.maxzoom + 1):
-        found = layer_limits(resource, tms, z)
-        if found is None:
-            return
+        found = _limits(box, _matrix_geometry(tms.id, z))
         entry = _el(limits, "TileMatrixLimits")
         _el(entry, "TileMatrix", str(z))
         for tag, value in zip(("MinTileRow", "MaxTileRow", "MinTileCol", "MaxTileCol"), found, strict=True):

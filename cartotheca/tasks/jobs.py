@@ -125,12 +125,8 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
     try:
         principal = _principal(ctx)
         files = {field: staging / name for field, name in ctx.params["files"].items()}
-        options = dict(ctx.params["options"])
-        for field, key in (("sld_file", "sld"), ("xml_file", "xml")):
-            if field in files:
-                options[key] = files[field]
         resources = publishing.publish_files(
-            ctx.session, ctx.settings, principal, files, IngestOptions.from_mapping(options),
+            ctx.session, ctx.settings, principal, files, _upload_options(ctx.params["options"], files),
             key=ctx.execution.exec_id.replace("-", ""), workdir=staging / "work",
             progress=lambda step, _pct: ctx.step(step), on_stored=ctx.on_failure,
             journal=publishing.Journal(staging / publishing.JOURNAL_NAME),
@@ -146,6 +142,15 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
         raise
     publishing.after_commit(ctx.session, lambda: uploads.remove_staged(staging))
     return _upload_summary(ctx, resources)
+
+
+def _upload_options(options: dict[str, Any], files: dict[str, Any]) -> IngestOptions:
+    """The form's options; the SLD and ISO XML are read from their staged files."""
+    values = dict(options)
+    for field, key in (("sld_file", "sld"), ("xml_file", "xml")):
+        if field in files:
+            values[key] = files[field]
+    return IngestOptions.from_mapping(values)
 
 
 def _upload_summary(ctx: JobContext, resources: list[Resource]) -> dict[str, Any]:

@@ -231,17 +231,23 @@ def test_hostile_upload_is_refused_and_leaves_nothing(case, make_app, db, settin
 
 
 def test_non_utf8_attributes_with_charset_are_published_correctly(client, db, settings, tmp_path):
-    make_user(db, "ana")
-    auth = basic("ana", PASSWORD)
-    record = fx.upload_and_wait(client, auth, latin1_shapefile(tmp_path), charset="ISO-8859-1")
-    assert record["status"] == "finished", record
+    """The control case: the same file with its charset is published, and the checks above
+    would have seen it (a new layer in the capabilities, new files)."""
     from cartotheca.geodata.storage import FeatureQuery, stored_layer, vector_store
 
+    make_user(db, "ana")
+    auth = basic("ana", PASSWORD)
+    before_files, before_layers = files_under(settings.DATA_DIR), wms_layers(client)
+    record = fx.upload_and_wait(client, auth, latin1_shapefile(tmp_path), charset="ISO-8859-1")
+    assert record["status"] == "finished", record
     db.expire_all()
     dataset = db.scalar(select(Dataset))
     batch = vector_store(settings, dataset.storage).query(stored_layer(dataset), FeatureQuery())
     assert sorted(batch.properties["name"]) == ["Café", "Zürich"]
     assert dataset.charset == "iso8859-1"
+    if before_layers is not None:
+        assert wms_layers(client) - before_layers == {"geonode:places"}
+    assert files_under(settings.DATA_DIR) != before_files
 
 
 def test_malformed_multipart_is_a_400(client, db):

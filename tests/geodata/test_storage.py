@@ -122,6 +122,32 @@ def test_mixed_single_and_multi_parts_are_stored_as_multi(store, write, tmp_path
     assert shapely.area(got.geometries).tolist() == [1.0, 2.0, 1.0]
 
 
+def test_multi_parts_found_in_a_later_batch(store, write, tmp_path):
+    path = tmp_path / "late.geojson"
+    multi = shapely.MultiPolygon([shapely.box(10, 10, 11, 11), shapely.box(12, 12, 13, 13)])
+    geometries = np.array([shapely.box(i, i, i + 1, i + 1) for i in range(5)] + [multi])
+    pyogrio.raw.write(str(path), shapely.to_wkb(geometries), [np.arange(6)], ["n"], driver="GeoJSON",
+                      crs="EPSG:4326", geometry_type="Unknown")
+    store.batch_size = 2  # the first batches hold single polygons only
+    layer = write(SourceLayer(path=str(path)), "late")
+    assert layer.geometry_type == "MultiPolygon" and layer.feature_count == 6
+    got = store.query(layer, FeatureQuery(sort=[("n", True)]))
+    assert set(shapely.get_type_id(got.geometries)) == {6}
+    assert shapely.area(got.geometries).tolist() == [1.0] * 5 + [2.0]
+
+
+def test_other_geometry_kinds_in_a_later_batch(store, write, tmp_path):
+    path = tmp_path / "kinds.geojson"
+    geometries = np.array([shapely.Point(0, 0), shapely.Point(1, 1), shapely.LineString([(0, 0), (2, 2)])])
+    pyogrio.raw.write(str(path), shapely.to_wkb(geometries), [np.arange(3)], ["n"], driver="GeoJSON",
+                      crs="EPSG:4326", geometry_type="Unknown")
+    store.batch_size = 2
+    layer = write(SourceLayer(path=str(path)), "kinds")
+    assert layer.geometry_type == "Geometry"
+    got = store.query(layer, FeatureQuery(sort=[("n", True)]))
+    assert [g.geom_type for g in got.geometries] == ["Point", "Point", "LineString"]
+
+
 def test_projected_source_keeps_its_crs(store, write, tmp_path):
     layer = write(SourceLayer(path=str(write_polygons(tmp_path, crs="EPSG:3857"))), "merc")
     assert layer.srid == 3857
@@ -182,7 +208,8 @@ def test_failed_write_leaves_nothing(store, store_name, storage_settings, tmp_pa
     connection = sqlite3.connect(path)
     with connection:
         header = connection.execute("SELECT substr(geom, 1, 8) FROM broken WHERE fid = 5").fetchone()[0]
-        connection.execute("UPDATE broken SET geom = ? WHERE fid = 5", (header + b"\x01\x63\x00\x00\x00junk",))
+        connection.execute("UPDATE broken SET geom = ? WHERE fid = 5",
+                           (header + b"\x01\x63\x00\x00\x00junk",))
     connection.close()
     name = store_name("broken")
     store.batch_size = 3  # the bad row comes in the second batch, after the target exists
@@ -328,7 +355,8 @@ def test_iter_batches(store, points):
     batches = list(store.iter_batches(points, FeatureQuery(sort=[("id", True)]), batch_size=3))
     assert [len(b) for b in batches] == [3, 3, 3, 1]
     assert [i for b in batches for i in b.properties["id"]] == list(range(1, 11))
-    paged = list(store.iter_batches(points, FeatureQuery(offset=2, limit=5, out_crs="EPSG:3857"), batch_size=2))
+    paged = list(store.iter_batches(points, FeatureQuery(offset=2, limit=5, out_crs="EPSG:3857"),
+                                    batch_size=2))
     assert [i for b in paged for i in b.properties["id"]] == [3, 4, 5, 6, 7]
     assert shapely.get_x(paged[0].geometries[0]) == pytest.approx(-6.0 * 111319.49079327357)
 
@@ -410,11 +438,11 @@ def test_gpkg_blobs_decode_with_any_envelope():
 
 def _write_raster(path: Path, data: np.ndarray, nodata=None) -> Path:
     import rasterio
-    from rasterio.transform import from_origin
+    from affine import Affine
 
     bands, height, width = data.shape
     with rasterio.open(path, "w", driver="GTiff", width=width, height=height, count=bands,
-                       dtype=data.dtype.name, crs="EPSG:3857", transform=from_origin(1000, 2000, 10, 10),
+                       dtype=data.dtype.name, crs="EPSG:3857", transform=Affine(10, 0, 1000, 0, -10, 2000),
                        nodata=nodata) as dst:
         dst.write(data)
     return path

@@ -13,7 +13,7 @@ from cartotheca import xmlsafe
 from cartotheca.db.models import Dataset
 from cartotheca.geodata.export import dataset_fields
 from cartotheca.geodata.storage import FeatureQuery, stored_layer, vector_store
-from cartotheca.ows import filters, gml
+from cartotheca.ows import filter_values, filters, gml
 from cartotheca.ows.exceptions import OWSException
 
 ALL = list(range(1, 11))
@@ -187,9 +187,9 @@ def test_invalid_filters_are_invalid_parameter_values(db, settings, points, text
 
 
 def test_like_patterns():
-    assert filters.like_pattern("a*b?c!*", "*", "?", "!") == "a%b_c*"
-    assert filters.like_pattern("100%_x", "*", "?", "!") == "100\\%\\_x"
-    assert filters._glob_pattern("a%b_c\\%[") == "a*b?c%[[]"
+    assert filter_values.like_pattern("a*b?c!*", "*", "?", "!") == "a%b_c*"
+    assert filter_values.like_pattern("100%_x", "*", "?", "!") == "100\\%\\_x"
+    assert filter_values._glob_pattern("a%b_c\\%[") == "a*b?c%[[]"
 
 
 def test_srs_names_and_axis_order():

@@ -7,43 +7,40 @@ synchronous, so FastAPI runs them (reading and encoding) in its thread pool.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Depends, Request
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from cartotheca.api.deps import get_db, get_principal, get_settings
-from cartotheca.catalogue.auth import Principal
+from cartotheca.api.deps import app_state, get_principal, get_settings
 from cartotheca.catalogue.datasets import get_dataset
 from cartotheca.ows import tiles
-from cartotheca.settings import Settings
 
 router = APIRouter(tags=["tiles"])
 
-Db = Annotated[Session, Depends(get_db)]
-Who = Annotated[Principal, Depends(get_principal)]
-Conf = Annotated[Settings, Depends(get_settings)]
-
 
 @router.get("/tiles/{alternate}/{z:int}/{x:int}/{y:int}.{ext}")
-def xyz_tile(alternate: str, z: int, x: int, y: int, ext: str, request: Request, db: Db,
-             principal: Who, settings: Conf, style: str | None = None) -> Response:
-    return _tile(request, db, principal, settings, alternate, tiles.DEFAULT_TMS, z, x, y, ext, style)
+async def xyz_tile(alternate: str, z: int, x: int, y: int, ext: str, request: Request,
+                   style: str | None = None) -> Response:
+    return await run_in_threadpool(_tile, request, alternate, tiles.DEFAULT_TMS, z, x, y, ext, style)
 
 
 @router.get("/tiles/{alternate}/{tms}/{z:int}/{x:int}/{y:int}.{ext}")
-def tms_tile(alternate: str, tms: str, z: int, x: int, y: int, ext: str, request: Request, db: Db,
-             principal: Who, settings: Conf, style: str | None = None) -> Response:
-    return _tile(request, db, principal, settings, alternate, tms, z, x, y, ext, style)
+async def tms_tile(alternate: str, tms: str, z: int, x: int, y: int, ext: str, request: Request,
+                   style: str | None = None) -> Response:
+    return await run_in_threadpool(_tile, request, alternate, tms, z, x, y, ext, style)
 
 
-def _tile(request: Request, db: Session, principal: Principal, settings: Settings, alternate: str,
-          tms: str, z: int, x: int, y: int, ext: str, style: str | None) -> Response:
+def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ext: str,
+          style: str | None) -> Response:
+    # One trip to the thread pool for the lookup, the permission check and the drawing: a tile
+    # costs a few milliseconds, so the hops of separate sync dependencies would show.
     media_type = tiles.parse_extension(ext)
     tiles.check_tile(tiles.tile_matrix_set(tms), z, x, y)
-    resource, dataset = get_dataset(db, principal, settings, alternate)
-    job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style)
+    settings = get_settings(request)
+    with app_state(request).sessions() as db:
+        principal = get_principal(request, db)
+        resource, dataset = get_dataset(db, principal, settings, alternate)
+        job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style)
     headers = {
         "ETag": job.etag,
         # Tiles of non-public data must not land in shared caches.

@@ -114,7 +114,7 @@ def resource_record(r: Resource, listing: Listing, ctx: RecordContext) -> dict[s
         "extent": {"coords": [r.ll_minx, r.ll_miny, r.ll_maxx, r.ll_maxy], "srid": "EPSG:4326"}
         if r.ll_minx is not None else {"coords": [-180.0, -90.0, 180.0, 90.0], "srid": "EPSG:4326"},
         "favorite": r.id in listing.favorites,
-        "thumbnail_url": r.thumbnail_url,
+        "thumbnail_url": links.thumbnail_url(site, r),
         "links": [link.as_dict() for link in links.resource_links(site, r)],
         "link": f"{site}/api/v2/{ctx.collection}/{r.id}",
         "metadata_uploaded_preserve": r.metadata_uploaded_preserve,

@@ -153,6 +153,7 @@ def stored_layer(dataset: Any) -> StoredLayer:
     return StoredLayer(
         storage=dataset.storage, location=dataset.location, layer=dataset.layer,
         geometry_column=dataset.geometry_column or "geom", fid_column=dataset.fid_column or "fid",
-        geometry_type=dataset.geometry_type or "Unknown", srid=dataset.native_srid, crs_wkt=dataset.native_crs or "",
+        geometry_type=dataset.geometry_type or "Unknown", srid=dataset.native_srid,
+        crs_wkt=dataset.native_crs or "",
         feature_count=dataset.feature_count or 0, bounds=None, fields=[],
     )

@@ -156,7 +156,8 @@ class SQLVectorStore:
         if column not in table.c or column == stored.geometry_column:
             raise InvalidInput(f"{stored.layer} has no attribute {column!r}")
         col = table.c[column]
-        statement = sa.select(col).where(col.is_not(None)).distinct().order_by(self._ordering(col)).limit(limit)
+        statement = (sa.select(col).where(col.is_not(None)).distinct()
+                     .order_by(self._ordering(col)).limit(limit))
         with self._engine(stored).connect() as conn:
             return list(conn.execute(statement).scalars())
 

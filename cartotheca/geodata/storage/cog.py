@@ -53,8 +53,8 @@ class COGStore:
                 paletted = ColorInterp.palette in src.colorinterp
                 integer = all(dtype.startswith(("int", "uint")) for dtype in src.dtypes)
                 # One integer band is usually classes (land cover ...): averaging would invent classes.
-                resampling = "NEAREST" if paletted or (integer and src.count == 1 and src.dtypes[0] != "uint16") \
-                    else "AVERAGE"
+                classes = integer and src.count == 1 and src.dtypes[0] != "uint16"
+                resampling = "NEAREST" if paletted or classes else "AVERAGE"
                 floating = any(dtype.startswith("float") for dtype in src.dtypes)
                 rasterio.shutil.copy(
                     src, str(temporary), driver="COG", COMPRESS="DEFLATE",

@@ -58,7 +58,7 @@ def _gpkg_datetime(value: Any) -> Any:
         value = dt.datetime(value.year, value.month, value.day)
     suffix = ""
     if value.tzinfo is not None:
-        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
         suffix = "Z"
     text = value.strftime("%Y-%m-%dT%H:%M:%S")
     if value.microsecond:
@@ -83,8 +83,8 @@ class GeoPackageDateTime(sa.types.TypeDecorator):
                     right = sa.literal(right, type_=GeoPackageDateTime())
                 return op(sa.func.julianday(self.expr), sa.func.julianday(right))
             if op is operators.between_op:
-                low, high = (o if isinstance(o, sa.ColumnElement) else sa.literal(o, type_=GeoPackageDateTime())
-                             for o in other[:2])
+                low, high = (o if isinstance(o, sa.ColumnElement)
+                             else sa.literal(o, type_=GeoPackageDateTime()) for o in other[:2])
                 return sa.func.julianday(self.expr).between(sa.func.julianday(low), sa.func.julianday(high))
             return super().operate(op, *other, **kwargs)
 
@@ -358,6 +358,9 @@ def _write_arrow(reader: Any, target: Path, layer: str, geometry_type: str, crs:
     with warnings.catch_warnings():
         # A layer without a CRS is stored without one; pyogrio's warning says no more than that.
         warnings.filterwarnings("ignore", "'crs' was not provided", UserWarning)
+        # Another geometry kind after the layer type was set: the type is widened afterwards.
+        warnings.filterwarnings("ignore", ".*not normally allowed by the GeoPackage specification",
+                                RuntimeWarning)
         pyogrio.raw.write_arrow(reader, str(target), layer=layer, driver="GPKG", geometry_name="geom",
                                 geometry_type=geometry_type, crs=crs,
                                 layer_options={"GEOMETRY_NAME": "geom", "FID": "fid", "SPATIAL_INDEX": "YES"})

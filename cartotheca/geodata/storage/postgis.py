@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
-from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer
+from cartotheca.geodata.storage import SourceLayer, StoredLayer
 from cartotheca.geodata.storage._source import (
     BATCH_SIZE,
     GeometryKinds,
@@ -30,7 +30,6 @@ from cartotheca.geodata.storage._source import (
     open_source,
     promote_geometries,
     wkb_type_codes,
-    xsd_type,
 )
 from cartotheca.geodata.storage._sql import SQLVectorStore
 
@@ -103,7 +102,8 @@ def _csv_column(column: Any) -> Any:
             or pa.types.is_decimal(kind):
         return column
     # lists, structs (GDAL's StringList, IntegerList...): JSON text
-    return pa.array([None if v is None else json.dumps(v, default=str) for v in column.to_pylist()], pa.string())
+    values = column.to_pylist()
+    return pa.array([None if v is None else json.dumps(v, default=str) for v in values], pa.string())
 
 
 class PostGISStore(SQLVectorStore):
@@ -161,7 +161,6 @@ class PostGISStore(SQLVectorStore):
         return stored
 
     def _load(self, cursor: Any, source: SourceLayer, name: str, location: str) -> StoredLayer:
-        import pyarrow as pa
         import pyarrow.csv as pacsv
 
         qualified = self._qualified(location)
@@ -228,7 +227,8 @@ class PostGISStore(SQLVectorStore):
         """An SRID for a CRS without an EPSG code: found by its WKT, else added to spatial_ref_sys."""
         from pyproj import CRS
 
-        cursor.execute("SELECT srid FROM spatial_ref_sys WHERE srtext = %s AND auth_name = 'cartotheca'", (wkt,))
+        cursor.execute("SELECT srid FROM spatial_ref_sys WHERE srtext = %s AND auth_name = 'cartotheca'",
+                       (wkt,))
         row = cursor.fetchone()
         if row:
             return int(row[0])
@@ -237,7 +237,8 @@ class PostGISStore(SQLVectorStore):
                        (CUSTOM_SRID_RANGE[0] - 1, *CUSTOM_SRID_RANGE))
         srid = int(cursor.fetchone()[0])
         cursor.execute("INSERT INTO spatial_ref_sys (srid, auth_name, auth_srid, srtext, proj4text) "
-                       "VALUES (%s, 'cartotheca', %s, %s, %s)", (srid, srid, wkt, CRS.from_wkt(wkt).to_proj4()))
+                       "VALUES (%s, 'cartotheca', %s, %s, %s)",
+                       (srid, srid, wkt, CRS.from_wkt(wkt).to_proj4()))
         return srid
 
     def drop(self, stored: StoredLayer) -> None:
@@ -280,8 +281,8 @@ class PostGISStore(SQLVectorStore):
         if not srid:
             return None
         with self.engine.connect() as conn:
-            row = conn.execute(sa.text("SELECT auth_name, auth_srid, srtext FROM spatial_ref_sys WHERE srid = :s"),
-                               {"s": srid}).first()
+            row = conn.execute(sa.text("SELECT auth_name, auth_srid, srtext FROM spatial_ref_sys "
+                                       "WHERE srid = :s"), {"s": srid}).first()
         if row is None:
             return None
         return f"EPSG:{row.auth_srid}" if row.auth_name == "EPSG" else row.srtext

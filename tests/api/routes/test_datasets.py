@@ -463,3 +463,75 @@ def test_detail_link_urls_point_at_this_site(client, make_app, db, settings, pol
     for link in record["links"]:
         assert link["url"].startswith("https://maps.example.org/sub/"), link
     assert urlsplit(record["download_url"]).path == f"/sub/datasets/{record['alternate']}/dataset_download"
+
+
+# -- metadata upload ------------------------------------------------------------------------
+
+
+def _upload_metadata(client, resource_id, text, headers):
+    return client.put(f"/api/v2/datasets/{resource_id}/metadata", headers=headers,
+                      files={"metadata_file": ("metadata.xml", text.encode("utf-8"), "text/xml")})
+
+
+def test_metadata_upload_updates_the_record(client, db, polygons, owner_auth):
+    from tests.catalogue.iso_documents import gmd
+
+    ana = make_user(db, "ana")
+    response = _upload_metadata(client, polygons.id, gmd(polygons.uuid), owner_auth)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"success": True, "message": ["Metadata successfully updated"]}
+    record = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
+    assert record["title"] == "Rivers of the plain" and record["purpose"] == "Flood planning"
+    assert {k["name"] for k in record["keywords"]} == {"hydrography", "rivers", "Floodplains"}
+    assert record["category"]["identifier"] == "inlandWaters"
+    assert record["license"] == {"identifier": "CC-BY-4.0"}
+    assert record["date"].startswith("2019-05-04") and record["date_type"] == "creation"
+    assert record["temporal_extent_start"].startswith("2001-01-01")
+    assert [u["username"] for u in record["poc"]] == [ana.username]
+    # the data and its dataset fields are untouched
+    assert record["alternate"] == f"geonode:{polygons.name}" and record["attribute_set"]
+
+
+def test_metadata_upload_in_19115_3(client, polygons, owner_auth):
+    from tests.catalogue.iso_documents import mdb
+
+    response = _upload_metadata(client, polygons.id, mdb(polygons.uuid), owner_auth)
+    assert response.status_code == 200, response.text
+    record = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
+    assert record["title"] == "Forêts du massif" and record["language"] == "fra"
+
+
+def test_refused_metadata_changes_nothing(client, polygons, owner_auth):
+    from tests.catalogue import iso_documents as docs
+
+    before = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
+    cases = {
+        "xxe": docs.XXE_DOCUMENT,
+        "billion laughs": docs.BILLION_LAUGHS,
+        "late external entity": docs.EXTERNAL_ENTITY_LATE,
+        "malformed": docs.MALFORMED,
+        "not iso": docs.NOT_ISO,
+        "other uuid": docs.gmd("11111111-2222-3333-4444-555555555555"),
+        "empty": "",
+    }
+    for name, text in cases.items():
+        response = _upload_metadata(client, polygons.id, text, owner_auth)
+        assert response.status_code == 400, (name, response.text)
+        assert response.json()["success"] is False, name
+        assert "root:" not in response.text  # nothing of /etc/passwd
+    after = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
+    assert after == before
+
+
+def test_metadata_upload_permissions_and_form(client, db, polygons, owner_auth):
+    from tests.catalogue.iso_documents import gmd
+
+    text = gmd(polygons.uuid)
+    assert _upload_metadata(client, polygons.id, text, {}).status_code == 401
+    reader = make_user(db, "reader")
+    assert _upload_metadata(client, polygons.id, text, basic(reader.username, PASSWORD)).status_code == 403
+    missing = client.put(f"/api/v2/datasets/{polygons.id}/metadata", headers=owner_auth,
+                         files={"other": ("x.xml", b"<a/>", "text/xml")})
+    assert missing.status_code == 400 and "metadata_file" in missing.json()["errors"][0]
+    assert _upload_metadata(client, 999999, text, owner_auth).status_code == 404
+    assert client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]["title"] == "Polygons"

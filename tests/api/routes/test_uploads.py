@@ -148,6 +148,30 @@ def test_title_time_and_sld_options(client, db, settings, auth, tmp_path):
     assert "#ff00ff" in styled.styles[0].sld_body
 
 
+def test_iso_metadata_file_fills_the_record(client, db, auth, tmp_path):
+    from tests.catalogue.iso_documents import GMD_DOCUMENT
+
+    xml = tmp_path / "rivers.xml"
+    xml.write_text(GMD_DOCUMENT.replace("{uuid}", "9b0c1a52-8a4e-4d43-9d53-000000000001"))
+    response = fx.post_upload(client, auth, fx.write_points(tmp_path, driver="GeoJSON"),
+                              extra_files={"xml_file": xml})
+    assert response.status_code == 200, response.text
+    record = fx.wait_execution(client, auth, response.json()["execution_id"])
+    assert record["status"] == "finished", record
+    resource, _ = dataset_for(db, record)
+    assert resource.title == "Rivers of the plain"
+    assert resource.abstract.startswith("Every river of the plain")
+
+
+def test_xml_file_that_is_not_iso_is_refused(client, db, auth, tmp_path):
+    xml = tmp_path / "other.xml"
+    xml.write_text("<catalog><book>not metadata</book></catalog>")
+    response = fx.post_upload(client, auth, fx.write_points(tmp_path, driver="GeoJSON"),
+                              extra_files={"xml_file": xml})
+    assert response.status_code == 400, response.text
+    no_records(db)
+
+
 def test_overwrite_existing_layer(client, db, settings, auth, tmp_path):
     first = fx.upload_and_wait(client, auth, fx.write_points(tmp_path, "wells", driver="GeoJSON"))
     resource, _ = dataset_for(db, first)
