@@ -31,6 +31,15 @@ DEFAULT_DOCUMENT_TYPES = [
     "doc", "docx", "xls", "xlsx", "pdf", "zip", "jpg", "jpeg", "tif", "tiff", "png", "gif", "txt",
 ]
 
+# GeoNode's default extra metadata item: four free values and an optional integer id.
+DEFAULT_EXTRA_METADATA_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "filter_header": {}, "field_name": {},
+                   "field_label": {}, "field_value": {}},
+    "required": ["filter_header", "field_name", "field_label", "field_value"],
+    "additionalProperties": False,
+}
+
 
 class Settings(BaseSettings):
     """Every knob of the service. Spec settings keep the spec's names and defaults."""
@@ -91,6 +100,15 @@ class Settings(BaseSettings):
     PROXY_ALLOWED_HOSTS: list[str] = Field(default_factory=list)
     PROXY_URL: str = "/proxy/?url="
 
+    # Documents, geoapps, extra metadata and the web map client's resources
+    MAX_GEOAPP_DATA_SIZE: int = 10485760  # bytes of a geoapp's (or map client resource's) JSON data
+    # Resource type (dataset, document, map, geoapp; geostory and dashboard fall back to geoapp)
+    # → JSON Schema every extra metadata item of that type must satisfy (GeoNode's setting name).
+    EXTRA_METADATA_SCHEMA: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {kind: dict(DEFAULT_EXTRA_METADATA_ITEM)
+                                 for kind in ("dataset", "document", "map", "geoapp")}
+    )
+
     # Datasets: storage, uploads and the built-in map server
     # "geopackage" (embedded: one GeoPackage per vector dataset under DATA_DIR) or
     # "postgis" (scale-out: tables in the DATASTORE_URL database). Rasters are COGs either way.
@@ -149,6 +167,20 @@ class Settings(BaseSettings):
     HOST: str = "127.0.0.1"
     PORT: int = 8000
     WORKERS: int = 1
+
+    @field_validator("EXTRA_METADATA_SCHEMA")
+    @classmethod
+    def _extra_metadata_schemas_are_json_schemas(cls, value: dict[str, dict[str, Any]]):
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        for kind, schema in value.items():
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise ValueError(f"EXTRA_METADATA_SCHEMA[{kind!r}] is not a JSON Schema: "
+                                 f"{exc.message}") from None
+        return value
 
     @field_validator("SITEURL")
     @classmethod

@@ -110,6 +110,7 @@ def include_routers(app: FastAPI) -> None:
         auth,
         datasets,
         discovery,
+        documents,
         downloads,
         executions,
         groups,
@@ -126,11 +127,11 @@ def include_routers(app: FastAPI) -> None:
         users,
     )
 
-    # resource_operations and datasets before resources: their fixed sub-paths must win over
-    # resources/{id}/{field_name} and datasets/{id}/{field_name}.
-    for module in (discovery, resource_operations, datasets, uploads, resources, executions, users,
-                   groups, reference, auth, ows, tiles, downloads, styles, thumbnails, metadata,
-                   monitoring):
+    # resource_operations, datasets and documents before resources: their fixed sub-paths must
+    # win over resources/{id}/{field_name} and datasets/{id}/{field_name}.
+    for module in (discovery, resource_operations, datasets, documents, uploads, resources,
+                   executions, users, groups, reference, auth, ows, tiles, downloads, styles,
+                   thumbnails, metadata, monitoring):
         app.include_router(module.router)
 
 

@@ -672,6 +672,9 @@ def delete_resources(session: Session, principal: Principal, resources: Sequence
         require(session, principal, resource, perms.DELETE)
     ids = [r.id for r in resources]
     if ids:
+        from cartotheca.catalogue import documents  # their stored files go after the commit
+
+        documents.forget_files(session, ids)
         session.execute(delete(Resource).where(Resource.id.in_(ids)))
     return len(ids)
 
@@ -793,5 +796,9 @@ def copy_resource(session: Session, principal: Principal, settings: Settings, so
     session.add(clone)
     session.flush()
     grant_defaults(session, settings, clone)
+    if source.resource_type == "document":
+        from cartotheca.catalogue import documents  # a copied document gets its own file
+
+        documents.copy_document(session, settings, source, clone)
     return clone
 

@@ -15,8 +15,7 @@ import re
 from typing import Any
 
 from lxml import etree
-from starlette.background import BackgroundTask
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response, StreamingResponse
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
@@ -342,9 +341,23 @@ def get_coverage(req: OWSRequest) -> Response:
     _resource, dataset = _find(req, identifier, perms.DOWNLOAD)
     path, grid = _grid(req, dataset)
     out = coverage.plan(grid, request, req.settings.WCS_MAX_PIXELS)
-    target = coverage.write_geotiff(path, grid, out)
-    return FileResponse(target, media_type=GEOTIFF, filename=f"{coverage_id(dataset)}.tif",
-                        background=BackgroundTask(os.unlink, target))
+    return _stream_file(coverage.write_geotiff(path, grid, out), f"{coverage_id(dataset)}.tif")
+
+
+def _stream_file(target: str, filename: str) -> Response:
+    """Stream a temporary file, already unlinked: the open handle keeps its data, and nothing
+    stays on disk whether or not the client reads the response to its end."""
+    handle = open(target, "rb")  # noqa: SIM115  (closed by the generator)
+    os.unlink(target)
+    size = os.fstat(handle.fileno()).st_size
+
+    def chunks():
+        with handle:
+            while block := handle.read(1 << 20):
+                yield block
+
+    return StreamingResponse(chunks(), media_type=GEOTIFF, headers={
+        "Content-Length": str(size), "Content-Disposition": f'attachment; filename="{filename}"'})
 
 
 def _kvp_coverage_request(req: OWSRequest) -> tuple[str | None, str | None, CoverageRequest]:

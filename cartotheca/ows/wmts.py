@@ -185,11 +185,22 @@ def _limits(box: tuple[float, float, float, float],
     west, south, east, north = box
     x0, y0, span_x, span_y, width, height = geometry
     # An east or south edge exactly on a tile boundary does not reach into the next tile.
-    min_col, max_col = math.floor((west - x0) / span_x), math.ceil((east - x0) / span_x) - 1
-    min_row, max_row = math.floor((y0 - north) / span_y), math.ceil((y0 - south) / span_y) - 1
+    min_col, max_col = _floor((west - x0) / span_x), _ceil((east - x0) / span_x) - 1
+    min_row, max_row = _floor((y0 - north) / span_y), _ceil((y0 - south) / span_y) - 1
     max_col, max_row = max(max_col, min_col), max(max_row, min_row)
     return (min(max(min_row, 0), height - 1), min(max(max_row, 0), height - 1),
             min(max(min_col, 0), width - 1), min(max(max_col, 0), width - 1))
+
+
+def _floor(value: float) -> int:
+    # Tile edges computed in floating point land a hair off their integer (180 / 2**18 ...).
+    nearest = round(value)
+    return nearest if abs(value - nearest) < 1e-6 else math.floor(value)
+
+
+def _ceil(value: float) -> int:
+    nearest = round(value)
+    return nearest if abs(value - nearest) < 1e-6 else math.ceil(value)
 
 
 # -- GetCapabilities ---------------------------------------------------------------------------

@@ -155,6 +155,21 @@ def test_projected_source_keeps_its_crs(store, write, tmp_path):
     assert layer.bounds == pytest.approx((*to_merc.transform(0.0, 40.0), *to_merc.transform(20.0, 60.0)))
 
 
+def test_crs_without_an_epsg_code(store, write, tmp_path):
+    custom = "+proj=laea +lat_0=45 +lon_0=5 +x_0=0 +y_0=0 +ellps=GRS80 +units=m +no_defs"
+    to_custom = Transformer.from_crs("EPSG:4326", custom, always_xy=True)
+    xs, ys = to_custom.transform([0.0, 5.0, 10.0], [40.0, 45.0, 50.0])
+    path = tmp_path / "custom.gpkg"
+    pyogrio.raw.write(str(path), shapely.to_wkb(shapely.points(xs, ys)), [np.array([1, 2, 3])], ["n"],
+                      driver="GPKG", crs=custom, geometry_type="Point")
+    layer = write(SourceLayer(path=str(path)), "custom")
+    assert layer.srid is None and "Lambert" in layer.crs_wkt
+    got = store.query(layer, FeatureQuery(bbox=(4.0, 44.0, 11.0, 51.0), bbox_crs="EPSG:4326",
+                                          out_crs="EPSG:4326"))
+    assert got.properties["n"] == [2, 3]
+    assert np.allclose([(g.x, g.y) for g in got.geometries], [(5.0, 45.0), (10.0, 50.0)])
+
+
 def test_non_utf8_shapefile_with_encoding(store, write, tmp_path):
     path = tmp_path / "latin.shp"
     names = np.array(["Café", "Göttingen", "Ñandú"], dtype=object)
@@ -174,6 +189,16 @@ def test_non_utf8_csv_with_encoding(store, write, tmp_path):
     assert batch.properties["name"] == ["Café", "Naïve"]
     assert point_xy(batch) == [(1.5, 2.5), (3.0, 4.0)]
     assert store.distinct(layer, "name") == ["Café", "Naïve"]
+
+
+def test_awkward_text_round_trips(store, write, tmp_path):
+    path = tmp_path / "text.gpkg"
+    texts = np.array(["", None, 'say "hi"', "one,two\nthree", "tab\there", "\\N"], dtype=object)
+    pyogrio.raw.write(str(path), shapely.to_wkb(shapely.points(np.arange(6), np.arange(6))), [texts],
+                      ["label"], driver="GPKG", crs="EPSG:4326", geometry_type="Point")
+    layer = write(SourceLayer(path=str(path)), "text")
+    assert store.query(layer, FeatureQuery()).properties["label"] == texts.tolist()
+    assert store.count(layer, FeatureQuery(where=lambda t: t.c.label.is_(None))) == 1
 
 
 def test_reserved_column_names_are_renamed(store, write, tmp_path):

@@ -362,8 +362,5 @@ def _query_update_values(body: Mapping[str, Any]) -> dict[str, Any]:
 
 router = APIRouter()
 router.include_router(ResourceRoutes("resources", "resources", "resource").router())
-# Typed collections over the same code path (geonodectl's documents commands use them).
-# Creation goes through uploads, so the plain POST is not offered here.
-# The datasets collection is a subclass with the dataset extras, in routes/datasets.py.
-router.include_router(ResourceRoutes("documents", "documents", "document", types=("document",),
-                                     can_create=False).router())
+# The typed collections are subclasses with their extras: datasets in routes/datasets.py,
+# documents in routes/documents.py, geoapps and geostories in routes/geoapps.py.

@@ -8,6 +8,7 @@ execution whose start object is the answer.
 from __future__ import annotations
 
 import uuid as uuid_mod
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -25,8 +26,7 @@ from cartotheca.errors import NotFound
 router = APIRouter(tags=["uploads"])
 
 
-@router.api_route("/api/v2/uploads/upload", methods=["POST", "PUT"],
-                  summary="Upload a dataset (multipart; asynchronous import)")
+@router.post("/api/v2/uploads/upload", summary="Upload a dataset (multipart; asynchronous import)")
 async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
     token = uuid_mod.uuid4().hex
     folder = uploads.staging_dir(settings, token)
@@ -37,6 +37,11 @@ async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settin
         uploads.remove_staged(folder)
         raise
     return JSON(body)
+
+
+@router.put("/api/v2/uploads/upload", summary="Upload a dataset (the same as POST)")
+async def upload_dataset_put(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+    return await upload_dataset(request, db, principal, settings)
 
 
 def _start(request: Request, db, principal, settings, form: StagedForm, token: str) -> dict:
@@ -67,14 +72,19 @@ def get_upload(upload_id: str, db: DbDep, principal: UserDep, settings: Settings
     return JSON({"upload": upload_record(upload, execution, settings.site_base)})
 
 
-@router.api_route("/api/v2/uploads/{upload_id}", methods=["PUT", "PATCH"],
-                  summary="Upload records are read-only; unchanged fields are accepted")
-def update_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep,
-                  body=Depends(read_body)) -> JSON:
+@router.patch("/api/v2/uploads/{upload_id}", summary="Upload records are read-only; unchanged fields pass")
+def patch_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep,
+                 body=Depends(read_body)) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
     record = upload_record(upload, execution, settings.site_base)
     uploads.check_update(record, body)
     return JSON({"upload": record})
+
+
+@router.put("/api/v2/uploads/{upload_id}", summary="Upload records are read-only (as PATCH)")
+def put_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep,
+               body=Depends(read_body)) -> JSON:
+    return patch_upload(upload_id, db, principal, settings, body)
 
 
 @router.delete("/api/v2/uploads/{upload_id}", status_code=204, summary="Forget an upload")
@@ -95,10 +105,16 @@ def upload_field(upload_id: str, field_name: str, db: DbDep, principal: UserDep,
     return JSON({field_name: record[field_name]})
 
 
-@router.api_route("/upload/final", methods=["PUT", "GET", "POST"],
-                  summary="Legacy status check of an upload")
-def upload_final(db: DbDep, principal: PrincipalDep, settings: SettingsDep,
-                 upload_id: str = Query(alias="id")) -> JSON:
+FinalId = Annotated[str, Query(alias="id", description="the upload's import_id")]
+
+
+@router.put("/upload/final", summary="Legacy status check of an upload")
+def upload_final(db: DbDep, principal: PrincipalDep, settings: SettingsDep, upload_id: FinalId) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
     resource = db.get(Resource, upload.resource_id) if upload.resource_id else None
     return JSON(final_step(upload, execution, resource, settings.site_base))
+
+
+@router.get("/upload/final", summary="Legacy status check of an upload (as PUT)")
+def upload_final_get(db: DbDep, principal: PrincipalDep, settings: SettingsDep, upload_id: FinalId) -> JSON:
+    return upload_final(db, principal, settings, upload_id)

@@ -10,7 +10,9 @@ from cartotheca.db.models.accounts import (
     WebSession,
 )
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
+from cartotheca.db.models.documents import Document
 from cartotheca.db.models.executions import ExecutionRequest
+from cartotheca.db.models.mapclient import MapClientResource
 from cartotheca.db.models.monitoring import (
     CollectionClaim,
     ExceptionEvent,
@@ -38,6 +40,7 @@ from cartotheca.db.models.reference import (
     ThesaurusKeyword,
     ThesaurusKeywordLabel,
 )
+from cartotheca.db.models.resource_extras import ExtraMetadata, LinkedResource, Rating
 from cartotheca.db.models.resources import (
     ContactRole,
     Favorite,
@@ -54,14 +57,18 @@ __all__ = [
     "ContactRole",
     "Dataset",
     "DatasetAttribute",
+    "Document",
     "ExceptionEvent",
     "ExecutionRequest",
+    "ExtraMetadata",
     "Favorite",
     "Group",
     "GroupMember",
     "GroupProfile",
     "Keyword",
     "License",
+    "LinkedResource",
+    "MapClientResource",
     "MetricLabel",
     "MetricNotificationCheck",
     "MetricValue",
@@ -73,6 +80,7 @@ __all__ = [
     "NotificationMetricDefinition",
     "NotificationReceiver",
     "OAuthApplication",
+    "Rating",
     "Region",
     "RequestEvent",
     "Resource",

@@ -7,14 +7,13 @@ the overviews are resampled (nearest for paletted or categorical-looking data, a
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cartotheca.errors import Conflict, InvalidInput
+from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import check_name
 
 if TYPE_CHECKING:
@@ -61,25 +60,14 @@ class COGStore:
                     PREDICTOR="FLOATING_POINT" if floating else "YES", BLOCKSIZE=512,
                     OVERVIEW_RESAMPLING=resampling, NUM_THREADS="ALL_CPUS", BIGTIFF="IF_SAFER",
                 )
-            try:
-                os.link(temporary, final)
-            except FileExistsError:
-                raise Conflict(f"a raster named {name} already exists") from None
+            publish(temporary, final)
         except (Conflict, InvalidInput):
             raise
         except rasterio.errors.RasterioError as exc:
             raise InvalidInput(f"{Path(source_path).name} could not be converted to a COG: {exc}") from None
         finally:
-            _remove(temporary)
+            remove(temporary, ".aux.xml")
         return location
 
     def drop(self, location: str) -> None:
-        path = Path(self.path(location))
-        _remove(path)
-        _remove(Path(f"{path}.aux.xml"))
-        _remove(Path(f"{path}.ovr"))
-
-
-def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+        remove(Path(self.path(location)), ".aux.xml", ".ovr")

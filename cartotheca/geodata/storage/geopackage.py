@@ -8,7 +8,6 @@ GeoPackage R-tree, and geometry blobs are decoded in numpy (no SpatiaLite needed
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import re
@@ -25,6 +24,7 @@ from sqlalchemy.pool import NullPool
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_geometry
+from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import (
     BATCH_SIZE,
     GeometryKinds,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from cartotheca.settings import Settings
 
 LOCATION_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,62}\.gpkg")
+SQLITE_SIDECARS = ("-journal", "-wal", "-shm")
 
 
 class _MixedParts(Exception):
@@ -204,11 +205,7 @@ class GeoPackageStore(SQLVectorStore):
                 _remove(temporary)
                 fields, geometry_type = self._copy(source, temporary, name, force_multi=True)
             stored = self._describe(temporary, name, fields, geometry_type)
-            # A hard link publishes the file only if nothing took the name meanwhile.
-            try:
-                os.link(temporary, final)
-            except FileExistsError:
-                raise Conflict(f"a GeoPackage named {name} already exists") from None
+            publish(temporary, final)
         finally:
             _remove(temporary)
         return stored
@@ -292,9 +289,7 @@ class GeoPackageStore(SQLVectorStore):
                            feature_count=int(count), bounds=bounds, fields=fields)
 
     def drop(self, stored: StoredLayer) -> None:
-        path = self.path(stored)
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            _remove(Path(f"{path}{suffix}"))
+        _remove(self.path(stored))
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -384,6 +379,4 @@ def _set_geometry_type(path: Path, layer: str, type_name: str) -> None:
 
 
 def _remove(path: Path) -> None:
-    for suffix in ("", "-journal", "-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{path}{suffix}")
+    remove(path, *SQLITE_SIDECARS)

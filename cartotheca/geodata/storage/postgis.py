@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import re
+import warnings
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -236,9 +237,12 @@ class PostGISStore(SQLVectorStore):
         cursor.execute("SELECT coalesce(max(srid), %s) + 1 FROM spatial_ref_sys WHERE srid BETWEEN %s AND %s",
                        (CUSTOM_SRID_RANGE[0] - 1, *CUSTOM_SRID_RANGE))
         srid = int(cursor.fetchone()[0])
+        with warnings.catch_warnings():
+            # proj4text is informative only; PostGIS 3 transforms with srtext
+            warnings.simplefilter("ignore", UserWarning)
+            proj4 = CRS.from_wkt(wkt).to_proj4()
         cursor.execute("INSERT INTO spatial_ref_sys (srid, auth_name, auth_srid, srtext, proj4text) "
-                       "VALUES (%s, 'cartotheca', %s, %s, %s)",
-                       (srid, srid, wkt, CRS.from_wkt(wkt).to_proj4()))
+                       "VALUES (%s, 'cartotheca', %s, %s, %s)", (srid, srid, wkt, proj4))
         return srid
 
     def drop(self, stored: StoredLayer) -> None:

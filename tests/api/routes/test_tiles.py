@@ -99,6 +99,21 @@ def test_rgb_tile_with_nodata_is_rio_tilers_tile(client, db, settings, rgb):
     assert (expected.mask == 0).any() and (expected.mask == 255).any()
 
 
+def test_float_raster_tile_is_stretched_over_the_value_range(client, db, settings, owner, tmp_path):
+    from tests.geodata.fixtures import raster_pixels
+
+    floats = publish_raster(db, settings, owner, tmp_path, "floats", dtype="float32")
+    tile = MERCATOR.tile(8, 46, 5)
+    response = client.get(tile_url(floats, tile))
+    expected = rio_tiler_tile(cog_path(db, settings, floats), tile)
+    values = raster_pixels(dtype="float32")
+    expected.rescale(in_range=((float(values.min()), float(values.max())),))
+    bands = png_bands(response.content)
+    assert bands.dtype == np.uint8 and bands.shape == (2, 256, 256)
+    assert np.array_equal(bands[0], expected.data[0]) and np.array_equal(bands[1], expected.mask)
+    assert len(np.unique(bands[0])) > 100
+
+
 def test_tiles_away_from_the_data_are_transparent(client, raster):
     tile = MERCATOR.tile(-120, -30, 5)
     response = client.get(tile_url(raster, tile))
@@ -213,3 +228,13 @@ def test_private_dataset_tiles_need_view_permission(client, db, settings, owner,
     response = client.get(tile_url(raster, tile), headers=basic(owner.username, PASSWORD))
     assert response.status_code == 200
     assert response.headers["cache-control"] == "private, max-age=300"
+
+
+def test_lockdown_asks_anonymous_clients_for_credentials(make_app, owner, raster):
+    from fastapi.testclient import TestClient
+
+    tile = MERCATOR.tile(8, 46, 5)
+    with TestClient(make_app(LOCKDOWN_GEONODE=True)) as locked:
+        refused = locked.get(tile_url(raster, tile))
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
+        assert locked.get(tile_url(raster, tile), headers=basic(owner.username, PASSWORD)).status_code == 200

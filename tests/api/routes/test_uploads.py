@@ -106,6 +106,23 @@ def test_zipped_shapefile_upload(client, db, settings, auth, tmp_path):
     check_points(settings, dataset)
 
 
+def test_zip_with_several_datasets_publishes_each(client, db, settings, auth, tmp_path):
+    shp = fx.write_points(tmp_path / "src", "wells", driver="ESRI Shapefile")
+    lines = fx.write_lines(tmp_path / "src2", "roads", driver="GeoJSON")
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for part in shp.parent.iterdir():
+            zf.write(part, part.name)
+        zf.write(lines, lines.name)
+    record = fx.upload_and_wait(client, auth, archive)
+    assert record["status"] == "finished", record
+    ids = [r["id"] for r in record["output_params"]["resources"]]
+    assert len(ids) == 2 and len(record["output_params"]["detail_url"]) == 2
+    db.expire_all()
+    counts = {d.name: d.feature_count for d in db.scalars(select(Dataset))}
+    assert counts == {"wells": fx.POINT_COUNT, "roads": 3}
+
+
 def test_geotiff_upload_is_pixel_identical(client, db, settings, auth, tmp_path):
     import rasterio
 
@@ -207,6 +224,28 @@ def test_upload_record_follows_the_import(client, db, auth, tmp_path):
     assert final["status"] == "finished" and final["success"] is True and final["id"] == resource_id
     assert final["crs"] == {"type": "name", "properties": "EPSG:4326"}
     assert [float(v) for v in final["bbox"].split(",")] == pytest.approx([-10, 40, 8, 49])
+
+
+def test_upload_record_is_running_while_the_import_works(make_app, db, tmp_path):
+    from fastapi.testclient import TestClient
+
+    make_user(db, "ana")
+    auth = basic("ana", PASSWORD)
+    with TestClient(make_app(EXECUTION_STEP_DELAY=0.5)) as client:
+        response = fx.post_upload(client, auth, fx.write_points(tmp_path, driver="GeoJSON"))
+        assert response.status_code == 200
+        seen = set()
+        while True:
+            [item] = client.get("/api/v2/uploads", headers=auth).json()["uploads"]
+            if item["state"] == "RUNNING" and not any(state == "RUNNING" for state, _ in seen):
+                # the first sight of RUNNING is in the first step: the import is far from done
+                refused = client.delete(f"/api/v2/uploads/{item['id']}", headers=auth)
+                assert refused.status_code == 409
+            seen.add((item["state"], item["progress"]))
+            if item["state"] in ("PROCESSED", "INVALID"):
+                break
+        assert ("RUNNING", 80.0) in seen and item["state"] == "PROCESSED"
+        fx.wait_execution(client, auth, response.json()["execution_id"])
 
 
 def test_failed_import_is_invalid_with_its_reason(client, db, auth, tmp_path):
