@@ -20,7 +20,7 @@ from cartotheca.monitoring.collector import Monitor
 from cartotheca.settings import Settings, get_settings
 from cartotheca.tasks.engine import build_engine, start_backend
 
-SLASH_OPTIONAL = ("/api/v2/", "/o/", "/api/o/")
+SLASH_OPTIONAL = ("/api/v2/", "/o/", "/api/o/", "/mapclient/")
 
 
 class TrailingSlash:
@@ -113,11 +113,14 @@ def include_routers(app: FastAPI) -> None:
         documents,
         downloads,
         executions,
+        geoapps,
         groups,
+        mapclient,
         metadata,
         monitoring,
         ows,
         reference,
+        resource_extras,
         resource_operations,
         resources,
         styles,
@@ -127,11 +130,11 @@ def include_routers(app: FastAPI) -> None:
         users,
     )
 
-    # resource_operations, datasets and documents before resources: their fixed sub-paths must
-    # win over resources/{id}/{field_name} and datasets/{id}/{field_name}.
-    for module in (discovery, resource_operations, datasets, documents, uploads, resources,
-                   executions, users, groups, reference, auth, ows, tiles, downloads, styles,
-                   thumbnails, metadata, monitoring):
+    # resource_operations, resource_extras and the typed collections before resources: their
+    # fixed sub-paths must win over resources/{id}/{field_name} and {collection}/{id}/{field_name}.
+    for module in (discovery, resource_operations, resource_extras, datasets, documents, geoapps,
+                   uploads, resources, executions, users, groups, reference, auth, ows, tiles,
+                   downloads, styles, thumbnails, metadata, monitoring, mapclient):
         app.include_router(module.router)
 
 

@@ -49,6 +49,7 @@ SCAN_CHUNK = 1 << 20
 
 OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 TIFF = (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")  # classic and BigTIFF, both byte orders
+BINARY_SIGNATURES = (b"%PDF-", b"PK\x03\x04", OLE2, b"\x89PNG", b"\xff\xd8\xff", b"GIF8", *TIFF)
 
 
 def subtype_of(extension: str) -> str:
@@ -156,7 +157,9 @@ def _ole2(*streams: str) -> Callable[[Path], bool]:
 def _text(path: Path) -> bool:
     """Text: UTF-8 (or UTF-16 with its byte order mark), or a single-byte encoding; no NUL
     and no control characters other than whitespace, escape and form feed."""
-    head = _head(path, 4)
+    head = _head(path, 8)
+    if head.startswith(BINARY_SIGNATURES):
+        return False  # a PDF, image or container renamed to .txt is not text, however clean
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return _decodes(path, "utf-16")
     allowed = {9, 10, 12, 13, 27}

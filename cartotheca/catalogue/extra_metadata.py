@@ -136,6 +136,7 @@ def delete_items(session: Session, principal: Principal, resource: Resource, bod
     ids = body.get("ids") if isinstance(body, Mapping) else body
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise InvalidInput("Expected a JSON list of extra metadata ids, such as [4, 5]")
+    ids = [i for i in ids if 0 < i < 2**63]
     if ids:
         session.execute(delete(ExtraMetadata).where(ExtraMetadata.resource_id == resource.id,
                                                     ExtraMetadata.id.in_(ids)))

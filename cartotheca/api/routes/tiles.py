@@ -1,8 +1,9 @@
 """cartotheca.api.routes.tiles: XYZ tiles of datasets (PNG for all, Mapbox vector tiles for vector data).
 
 ``/tiles/{alternate}/{z}/{x}/{y}.png|.pbf|.mvt`` is WebMercatorQuad; WMTS clients following the
-advertised ResourceURL use ``/tiles/{alternate}/{TileMatrixSet}/{z}/{x}/{y}.png``. The routes are
-synchronous, so FastAPI runs them (reading and encoding) in its thread pool.
+advertised ResourceURL use ``/tiles/{alternate}/{TileMatrixSet}/{z}/{x}/{y}.png``. The lookup,
+the permission check and the drawing run in one trip to the thread pool, with the database
+session released before the tile is drawn.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ async def tms_tile(alternate: str, tms: str, z: int, x: int, y: int, ext: str, r
 
 def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ext: str,
           style: str | None) -> Response:
-    # One trip to the thread pool for the lookup, the permission check and the drawing: a tile
-    # costs a few milliseconds, so the hops of separate sync dependencies would show.
+    # A tile costs a few milliseconds, so the thread hops of separate sync dependencies would show.
     media_type = tiles.parse_extension(ext)
     tiles.check_tile(tiles.tile_matrix_set(tms), z, x, y)
     settings = get_settings(request)
