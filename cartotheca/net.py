@@ -14,6 +14,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ MAX_REDIRECTS = 5
 MAX_URL_LENGTH = 2048
 CHUNK = 64 * 1024
 REDIRECTS = (301, 302, 303, 307, 308)
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # IPv4 addresses reached through a NAT64 gateway
 USER_AGENT = "Cartotheca"
 # getaddrinfo has no timeout of its own; lookups run here so a caller can stop waiting.
 _resolver = ThreadPoolExecutor(max_workers=4, thread_name_prefix="resolver")
@@ -70,6 +72,8 @@ def is_public_address(address: IPAddress) -> bool:
     Teredo) are judged by it, so ``::ffff:127.0.0.1`` is loopback."""
     if isinstance(address, ipaddress.IPv6Address):
         embedded = address.ipv4_mapped or address.sixtofour or (address.teredo or (None, None))[1]
+        if embedded is None and address in NAT64:
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
         if embedded is not None:
             return is_public_address(embedded)
     return address.is_global and not address.is_multicast
@@ -144,6 +148,7 @@ def checked_addresses(host: str, port: int, timeout: float,
                       policy: AddressPolicy = is_public_address) -> list[IPAddress]:
     """Every address of ``host``, refused if any of them fails ``policy``: a name that also
     points inward is not fetched whichever address a connection would pick."""
+    host = host.rstrip(".")
     if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
         raise URLRefused("URLs to this server's own host are not accepted")
     addresses = resolve(host, port, timeout)
@@ -226,7 +231,16 @@ def _get(target: Target, addresses: Sequence[IPAddress], deadline: float,
     last_error: Exception | None = None
     for address in addresses:
         connection = kind(target.host, target.port, address, _remaining(deadline))
+        watchdog = None
         try:
+            connection.connect()
+            # the connection lets go of its socket when the response closes it: keep it here
+            sock = connection.sock
+            # A server trickling its headers a byte at a time never trips a socket timeout:
+            # at the deadline the socket is shut, whatever is being read.
+            watchdog = threading.Timer(_remaining(deadline), _shut, args=(sock,))
+            watchdog.daemon = True
+            watchdog.start()
             connection.request("GET", target.path, headers={
                 "User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": "identity"})
             response = connection.getresponse()
@@ -234,28 +248,42 @@ def _get(target: Target, addresses: Sequence[IPAddress], deadline: float,
                 return response.status, response.getheader("Location"), "", b""
             if response.status != 200:
                 return response.status, None, "", b""
-            body = _read(connection, response, deadline, max_bytes)
+            body = _read(sock, response, deadline, max_bytes)
             return 200, None, response.getheader("Content-Type") or "", body
         except (OSError, http.client.HTTPException) as exc:
             last_error = exc
             if isinstance(exc, ssl.SSLError):
                 break  # another address of the same host will not hold another certificate
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             connection.close()
+        _remaining(deadline)  # a shut socket reads as an error: say it was the time limit
     raise FetchFailed(f"{target.host} could not be reached ({type(last_error).__name__})")
 
 
-def _read(connection: http.client.HTTPConnection, response: http.client.HTTPResponse,
-          deadline: float, max_bytes: int) -> bytes:
-    declared = response.getheader("Content-Length")
-    if declared and declared.strip().isdigit() and int(declared) > max_bytes:
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _read(sock: socket.socket, response: http.client.HTTPResponse, deadline: float,
+          max_bytes: int) -> bytes:
+    header = (response.getheader("Content-Length") or "").strip()
+    declared = int(header) if header.isdigit() else None
+    if declared is not None and declared > max_bytes:
         raise FetchFailed(f"The remote file is larger than {max_bytes} bytes")
     chunks, size = [], 0
     while True:
-        if connection.sock is not None:
-            connection.sock.settimeout(_remaining(deadline))
-        chunk = response.read(CHUNK)
+        sock.settimeout(_remaining(deadline))
+        # read1: at most one receive, so a server sending a byte at a time meets the deadline
+        chunk = response.read1(CHUNK)
         if not chunk:
+            _remaining(deadline)  # an end caused by the watchdog is a timeout, not the body's end
+            if declared is not None and size < declared:
+                raise FetchFailed("The remote server closed the connection before the end")
             return b"".join(chunks)
         size += len(chunk)
         if size > max_bytes:

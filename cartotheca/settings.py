@@ -128,6 +128,9 @@ class Settings(BaseSettings):
     TILE_MAX_AGE: int = 300  # seconds browsers may reuse a tile before revalidating its ETag
     WCS_MAX_PIXELS: int = 400_000_000  # largest GetCoverage output, width x height x bands
 
+    # Catalogue metadata (CSW at /catalogue/csw)
+    CSW_MAX_RECORDS: int = 100  # records of a GetRecords answer when the client asks none or more
+
     # Events (spec §6)
     CHAT_ENABLED: bool = False
     CHAT_WEBHOOK_URLS: list[str] = Field(default_factory=list)

@@ -138,7 +138,7 @@ ATTRIBUTE_WRITABLE = ("attribute_label", "description", "visible", "display_orde
 DATASET_READ_ONLY = frozenset({
     "name", "workspace", "store", "charset", "is_mosaic", "has_time", "has_elevation",
     "time_regex", "elevation_regex", "ptype", "default_style", "styles", "ows_url",
-    "capabilities_url", "dataset_ows_url",
+    "capabilities_url", "dataset_ows_url", "is_tabular",
 })
 MAX_TEMPLATE_LENGTH = 65536
 

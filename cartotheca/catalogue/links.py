@@ -71,7 +71,10 @@ def is_vector(resource: Any) -> bool:
 
 
 def download_url(site: str, resource: Any) -> str | None:
-    """The synchronous download in the default format (vector: zipped shapefile; raster: GeoTIFF)."""
+    """The synchronous download in the default format (vector: zipped shapefile; raster: GeoTIFF;
+    document: the original file)."""
+    if resource.resource_type == "document":
+        return f"{_site(site)}documents/{resource.id}/download"
     if not is_dataset(resource):
         return None
     return f"{_site(site)}datasets/{quote(resource.alternate, safe=':')}/dataset_download"

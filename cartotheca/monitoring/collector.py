@@ -134,7 +134,7 @@ class Collector:
                 valid_from=start, valid_to=end, service_id=services.hostcore, metric_id=metrics[name],
                 event_type="all", resource_id=empty, label_id=labels[label[:255]],
                 value=f"{value:.4f}", value_num=value, samples_count=1) for name, label, value in values)
-            _advance(session, services.hostcore, end)
+            _advance(session, services.hostcore, now)
             session.commit()
         return len(values)
 

@@ -167,7 +167,10 @@ def to_number(value: Any) -> float | None:
 
 def parse_timestamp(value: str) -> dt.datetime | None:
     """A date, or a date and time (ISO 8601, ``T`` or space, optional zone); naive UTC."""
-    text = value.strip().replace(" ", "T", 1) if "T" not in value else value.strip()
+    text = value.strip()
+    # An unescaped "+" of a zone offset arrives as a space in a query string.
+    text = re.sub(r"(\d) (\d\d:?\d\d)$", r"\1+\2", text) if text.count(":") >= 2 else text
+    text = text.replace(" ", "T", 1) if "T" not in text else text
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:

@@ -87,3 +87,5 @@ def test_upload_wait_then_find_by_title(geonodectl, db, settings, tmp_path, stem
     assert [str(d["pk"]) for d in filtered] == [str(dataset.resource_id)]
     resources = json.loads(geonodectl("--json", "resources", "list", "--search", stem).stdout)
     assert [r["title"] for r in resources] == [stem]
+    uploads = json.loads(geonodectl("--json", "uploads", "list").stdout)
+    assert [(u["name"], u["state"]) for u in uploads] == [(stem, "PROCESSED")]

@@ -84,8 +84,10 @@ def test_each_period_is_collected_once_across_processes(monitored, db):  # noqa:
     assert collect(app).periods == [] and requests_counted(db) == 6
 
 
-def test_host_metrics_come_from_psutil(monitored, db):  # noqa: F811
-    app, _ = monitored
+def test_host_metrics_come_from_psutil(monitored, db, admin_auth):  # noqa: F811
+    app, client = monitored
+    services = list(db.scalars(select(MonitoredService.name)
+                               .where(MonitoredService.service_type == "hostcore")))
     interval = app.state.cartotheca.settings.MONITORING_COLLECTION_INTERVAL
     now = utcnow()
     first = collect(app, now=now)
@@ -106,6 +108,13 @@ def test_host_metrics_come_from_psutil(monitored, db):  # noqa: F811
     assert labels and labels <= interfaces
     # One sample per period and host, however many cycles run in it.
     assert collect(app, now=now + dt.timedelta(seconds=interval)).host_values == 0
+    # Read back through the API: the disk rows are labelled by mount point.
+    body = client.get("/monitoring/api/metric_data/storage.total/", headers=admin_auth, params={
+        "valid_from": now.isoformat(), "valid_to": (now + dt.timedelta(seconds=interval)).isoformat(),
+        "service": services[0]}).json()["data"]
+    assert body["axis_label"] == "B" and body["type"] == "value_numeric"
+    rows = [r for p in body["data"] for r in p["data"]]
+    assert "/" in {r["label"] for r in rows}
 
 
 def test_the_background_thread_writes_and_collects(make_app, db):

@@ -72,6 +72,8 @@ def dataset_extras(resource: Resource, dataset: Dataset | None, site: str, *,
         "featureinfo_custom_template": dataset.featureinfo_custom_template if dataset is not None
         else None,
         "ptype": dataset.ptype if dataset is not None else "gxp_wmscsource",
+        # GeoNode 5: a table without geometry; every dataset here has a geometry or is a raster
+        "is_tabular": False,
         "default_style": style_record(default, site) if default is not None else None,
         "styles": [style_record(s, site) for s in styles],
     }

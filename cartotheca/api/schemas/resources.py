@@ -123,8 +123,14 @@ def resource_record(r: Resource, listing: Listing, ctx: RecordContext) -> dict[s
 
 
 def download_urls(site: str, r: Resource) -> list[dict[str, Any]]:
+    """GeoNode's shapes: datasets ``{url, ajax_safe: true, default: true}``; documents
+    ``{url, ajax_safe: false}`` (no ``default`` key)."""
     url = links.download_url(site, r)
-    return [{"url": url, "ajax_safe": True, "default": True}] if url else []
+    if not url:
+        return []
+    if r.resource_type == "document":
+        return [{"url": url, "ajax_safe": False}]
+    return [{"url": url, "ajax_safe": True, "default": True}]
 
 
 def _tkeyword(t) -> dict[str, Any]:

@@ -286,6 +286,18 @@ def test_upload_list_filters_search_and_ordering(client, db, auth, tmp_path):
     assert client.get("/api/v2/uploads?sort_by=date_updated", headers=auth).status_code == 200
 
 
+def test_upload_list_costs_the_same_whatever_the_page_size(client, db, ana, auth, count_statements):
+    for i in range(6):
+        db.add(Upload(user_id=ana.id, name=f"layer{i}", title=f"layer{i}", state="PROCESSED",
+                      complete=True, files=[{"name": f"layer{i}", "slug": f"layer{i}.shp", "file": "x"}]))
+    db.commit()
+    with count_statements() as small:
+        assert len(client.get("/api/v2/uploads?page_size=2", headers=auth).json()["uploads"]) == 2
+    with count_statements() as large:
+        assert len(client.get("/api/v2/uploads?page_size=6", headers=auth).json()["uploads"]) == 6
+    assert small.value == large.value <= 6  # authentication, count, page ids, page rows
+
+
 def test_upload_records_are_read_only_and_deletable(client, db, auth, tmp_path):
     fx.upload_and_wait(client, auth, fx.write_points(tmp_path, driver="GeoJSON"))
     item = client.get("/api/v2/uploads", headers=auth).json()["uploads"][0]

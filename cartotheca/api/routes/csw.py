@@ -1,0 +1,31 @@
+"""cartotheca.api.routes.csw: the catalogue's CSW endpoint, ``/catalogue/csw``.
+
+KVP requests come as GET (or a POSTed form), XML requests as a POST body; pycsw answers in a
+worker thread, with what the requester may view.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+
+from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep
+from cartotheca.catalogue.csw import service
+from cartotheca.catalogue.csw.repository import RequestScope
+
+router = APIRouter(include_in_schema=False)
+FORM = "application/x-www-form-urlencoded"
+
+
+@router.api_route(f"/{service.PATH}", methods=["GET", "POST"])
+async def csw(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
+    params = dict(request.query_params)
+    body = None
+    if request.method == "POST":
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() == FORM:
+            params.update({key: str(value) for key, value in (await request.form()).items()})
+        else:
+            body = await request.body()
+    answer = await run_in_threadpool(service.handle, RequestScope(db, principal, settings), params, body)
+    return Response(answer.body, status_code=answer.status, media_type=answer.content_type)

@@ -1,0 +1,151 @@
+"""cartotheca.catalogue.csw.service: one CSW request (KVP or XML) answered by pycsw.
+
+pycsw does the protocol (CSW 2.0.2 and 3.0.0: capabilities, DescribeRecord, GetDomain,
+GetRecords, GetRecordById, the Dublin Core, ISO, Atom, DIF, FGDC and ebRIM output schemas)
+over ``CatalogueRepository``. What pycsw would do beyond answering from the catalogue is
+refused before it runs: asynchronous answers POSTed to a client-given ``ResponseHandler`` URL,
+the OpenSearch/SRU/OAI-PMH modes, transactions and harvesting (not configured). XML bodies and
+Filter constraints are parsed by ``xmlsafe`` first, so pycsw only ever sees documents without a
+DTD.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lxml import etree
+from pycsw import server
+
+from cartotheca import xmlsafe
+from cartotheca.catalogue.csw.repository import RequestScope
+from cartotheca.errors import InvalidInput
+
+XML_TYPE = "application/xml; charset=UTF-8"
+JSON_TYPE = "application/json"
+OWS = "http://www.opengis.net/ows"
+PATH = "catalogue/csw"
+
+
+@dataclass(frozen=True)
+class CswResponse:
+    status: int
+    content_type: str
+    body: bytes
+
+
+def handle(scope: RequestScope, params: Mapping[str, str], body: bytes | None = None) -> CswResponse:
+    """Answer a KVP request (``params``) or an XML request (``body``)."""
+    try:
+        if body:
+            return _run(scope, request=_checked_body(body))
+        return _run(scope, kvp=_checked_params(params))
+    except Refused as exc:
+        version = "3.0.0" if body is None and "3.0" in str(params.get("version", "")) else "2.0.2"
+        return CswResponse(400, XML_TYPE, exception_report(exc.code, exc.message, exc.locator, version))
+
+
+class Refused(Exception):
+    """A request refused before pycsw runs; answered with an ows:ExceptionReport."""
+
+    def __init__(self, code: str, message: str, locator: str):
+        super().__init__(message)
+        self.code, self.message, self.locator = code, message, locator
+
+
+def _checked_params(params: Mapping[str, str]) -> dict[str, str]:
+    kvp = {key.lower(): value for key, value in params.items()}
+    if "responsehandler" in kvp:
+        raise Refused("InvalidParameterValue", "Asynchronous responses are not offered",
+                       "responsehandler")
+    if kvp.get("mode", "csw").lower() != "csw":
+        raise Refused("InvalidParameterValue", "Only the CSW mode is offered", "mode")
+    if kvp.get("constraintlanguage", "").upper() == "FILTER" and kvp.get("constraint"):
+        _safe(kvp["constraint"].encode("utf-8"), "constraint")
+    return kvp
+
+
+def _checked_body(body: bytes) -> bytes:
+    root = _safe(body, "request")
+    if next(root.iter("{*}ResponseHandler"), None) is not None:
+        raise Refused("InvalidParameterValue", "Asynchronous responses are not offered",
+                       "ResponseHandler")
+    # pycsw parses the body again: hand it the document as read here, DTD-free
+    return etree.tostring(root, encoding="UTF-8", xml_declaration=True)
+
+
+def _safe(data: bytes, locator: str) -> etree._Element:
+    try:
+        return xmlsafe.parse(data, "CSW request" if locator == "request" else "Filter constraint")
+    except InvalidInput as exc:
+        raise Refused("NoApplicableCode", exc.message, locator) from None
+
+
+def _run(scope: RequestScope, *, kvp: dict[str, str] | None = None,
+         request: bytes | None = None) -> CswResponse:
+    environ = {"QUERY_STRING": "", "REQUEST_METHOD": "POST" if request else "GET"}
+    csw = server.Csw(configuration(scope), environ)
+    if request is not None:
+        csw.requesttype, csw.request = "POST", request
+    else:
+        csw.requesttype, csw.kvp = "GET", kvp or {}
+    status, content = csw.dispatch()
+    content_type = JSON_TYPE if "json" in str(getattr(csw, "contenttype", "")) else XML_TYPE
+    return CswResponse(int(status.split()[0]), content_type, content)
+
+
+def service_url(scope: RequestScope) -> str:
+    return f"{scope.settings.site_base}/{PATH}"
+
+
+def configuration(scope: RequestScope) -> dict:
+    """pycsw's configuration for one request; the repository filter is the request's scope."""
+    settings = scope.settings
+    return {
+        "server": {
+            "url": service_url(scope),
+            "mimetype": XML_TYPE,
+            "encoding": "UTF-8",
+            "language": "en-US",
+            "maxrecords": settings.CSW_MAX_RECORDS,
+            "pretty_print": True,
+            "domainquerytype": "list",
+            "domaincounts": False,
+        },
+        # pycsw sets up logging itself; WARNING is Python's own default level, so this only
+        # gives the root logger a handler when the process has none.
+        "logging": {"level": "WARNING"},
+        "profiles": ["apiso", "ebrim"],
+        "manager": {"transactions": False, "allowed_ips": []},
+        "metadata": {
+            "identification": {
+                "title": "Cartotheca catalogue",
+                "description": "The records of the catalogue's datasets, maps, documents and apps",
+                "keywords": ["catalogue", "discovery", "metadata"],
+                "keywords_type": "theme",
+                "fees": "None",
+                "accessconstraints": "None",
+                "url": settings.SITEURL,
+            },
+            "provider": {"name": "Cartotheca", "url": settings.SITEURL},
+            "contact": {"name": settings.ADMIN_USER, "email": settings.ADMIN_EMAIL,
+                        "url": settings.SITEURL, "role": "pointOfContact"},
+            "inspire": {"enabled": False},
+        },
+        "repository": {
+            "source": "cartotheca.catalogue.csw.repository.CatalogueRepository",
+            "filter": scope,
+        },
+    }
+
+
+def exception_report(code: str, message: str, locator: str | None, version: str) -> bytes:
+    """An ows:ExceptionReport for what is refused before pycsw runs."""
+    ows = "http://www.opengis.net/ows/2.0" if version.startswith("3") else OWS
+    root = etree.Element(f"{{{ows}}}ExceptionReport", nsmap={"ows": ows},
+                         version="2.0.0" if version.startswith("3") else "1.2.0")
+    exc = etree.SubElement(root, f"{{{ows}}}Exception", exceptionCode=code)
+    if locator:
+        exc.set("locator", locator)
+    etree.SubElement(exc, f"{{{ows}}}ExceptionText").text = message
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
