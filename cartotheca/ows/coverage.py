@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pyproj
 
-import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio is imported)
 from cartotheca.errors import InvalidInput
 
 EPSG_URI = "http://www.opengis.net/def/crs/EPSG/0/"
@@ -266,13 +265,14 @@ def plan(grid: Grid, request: CoverageRequest, max_pixels: int) -> OutputGrid:
     transform = work_transform @ Affine.translation(col0, row0)
     width, height = col1 - col0, row1 - row0
     scaled_width, scaled_height = _scaled_size(request.scaling, width, height)
-    if (scaled_width, scaled_height) != (width, height):
+    rescaled = (scaled_width, scaled_height) != (width, height)
+    if rescaled:
         transform = transform @ Affine.scale(width / scaled_width, height / scaled_height)
         width, height = scaled_width, scaled_height
     if width * height * len(indexes) > max_pixels:
         raise InvalidInput(f"The coverage asked for ({width} x {height} pixels, {len(indexes)} bands) is "
                            f"larger than this server gives at once; subset or scale it")
-    direct = output is native and not request.scaling.requested
+    direct = output is native and not rescaled  # the source's own pixels, copied as they are
     source_window = Window(col0, row0, col1 - col0, row1 - row0) if direct else None
     return OutputGrid(output, transform, width, height, indexes, source_window, resampling)
 

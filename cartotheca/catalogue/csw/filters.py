@@ -166,6 +166,11 @@ class FilterCompiler:
 
     def _comparison(self, el: etree._Element, name: str) -> ColumnElement[bool]:
         column, text = self._property_and_literal(el)
+        if getattr(column, "key", None) == self.anytext and name in ("PropertyIsEqualTo",
+                                                                     "PropertyIsNotEqualTo"):
+            # "AnyText = word" is a text search (CSW 3's ``q`` comes as one), as pycsw has it
+            found = column.ilike(f"%{_escape_like(text)}%", escape="\\")
+            return found if name == "PropertyIsEqualTo" else not_(found)
         value = _coerce(column, text)
         if el.get("matchCase", "true").lower() == "false" and isinstance(value, str):
             column, value = func.lower(column), value.lower()
@@ -250,6 +255,10 @@ def like_pattern(text: str, wildcard: str, single: str, escape: str) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _coerce(column: ColumnElement, text: str) -> Any:
