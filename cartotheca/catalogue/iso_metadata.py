@@ -520,6 +520,8 @@ def iso_document(resource: Resource, links: Sequence[Any] = ()) -> etree._Elemen
         _distribution(md, links)
     if resource.data_quality_statement:
         quality = _el(_el(md, "gmd:dataQualityInfo"), "gmd:DQ_DataQuality")
+        # DQ_DataQuality requires its scope
+        _codelist(_el(_el(quality, "gmd:scope"), "gmd:DQ_Scope"), "gmd:level", "MD_ScopeCode", "dataset")
         _string(_el(_el(quality, "gmd:lineage"), "gmd:LI_Lineage"), "gmd:statement",
                 resource.data_quality_statement)
     return md
@@ -585,11 +587,12 @@ def _constraint_block(info: etree._Element, resource: Resource) -> None:
     if not texts and resource.restriction_code_type is None:
         return
     legal = _el(_el(info, "gmd:resourceConstraints"), "gmd:MD_LegalConstraints")
+    # ISO 19139 order: useLimitation (of MD_Constraints) before accessConstraints
+    if resource.license is not None:
+        _string(legal, "gmd:useLimitation", resource.license.identifier)
     if resource.restriction_code_type is not None:
         _codelist(legal, "gmd:accessConstraints", "MD_RestrictionCode",
                   resource.restriction_code_type.identifier)
-    if resource.license is not None:
-        _string(legal, "gmd:useLimitation", resource.license.identifier)
     if resource.constraints_other:
         _string(legal, "gmd:otherConstraints", resource.constraints_other)
 
