@@ -116,7 +116,9 @@ def include_routers(app: FastAPI) -> None:
         executions,
         geoapps,
         groups,
+        management,
         mapclient,
+        maps,
         metadata,
         monitoring,
         ows,
@@ -127,6 +129,7 @@ def include_routers(app: FastAPI) -> None:
         styles,
         thumbnails,
         tiles,
+        upload_limits,
         uploads,
         users,
     )
@@ -136,8 +139,9 @@ def include_routers(app: FastAPI) -> None:
     # resource_extras and the typed collections before resources: their fixed sub-paths must win
     # over resources/{id}/{field_name} and {collection}/{id}/{field_name}.
     for module in (tiles, ows, discovery, resource_operations, resource_extras, datasets, documents,
-                   geoapps, uploads, resources, executions, users, groups, reference, auth,
-                   downloads, styles, thumbnails, csw, metadata, monitoring, mapclient):
+                   geoapps, maps, uploads, resources, executions, users, groups, reference, auth,
+                   downloads, styles, thumbnails, csw, metadata, monitoring, mapclient, upload_limits,
+                   management):
         app.include_router(module.router)
 
 

@@ -18,6 +18,7 @@ from typing import IO
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 from starlette.requests import Request
 
+from cartotheca.catalogue.upload_limits import size_label
 from cartotheca.errors import InvalidInput, LimitExceeded, ParseError, UnsupportedMediaType
 
 MAX_TEXT_FIELD = 1 << 20  # a text part (permissions JSON, flags) larger than this is refused
@@ -55,6 +56,10 @@ def safe_filename(raw: str, fallback: str) -> str:
 
 class TooLarge(LimitExceeded):
     code = "total_upload_size_exceeded"
+
+
+def _too_large(limit: int) -> str:
+    return f"Total upload size exceeds {size_label(limit)}. Please try again with smaller files."
 
 
 class _Receiver:
@@ -120,7 +125,7 @@ class _Receiver:
         size = end - start
         self.form.total += size
         if self.form.total > self.limit:
-            raise TooLarge(f"Total upload size exceeds {self.limit} bytes")
+            raise TooLarge(_too_large(self.limit))
         if self.text is not None:
             if len(self.text) + size > MAX_TEXT_FIELD:
                 raise InvalidInput(f"{self.name}: a text field may hold at most {MAX_TEXT_FIELD} bytes")
@@ -146,16 +151,36 @@ class _Receiver:
             self.handle = None
 
 
-async def stage_multipart(request: Request, folder: Path, limit: int) -> StagedForm:
-    """Receive the request's multipart body into ``folder``; on any error the folder is removed."""
+def declared_length(request: Request) -> int:
+    """The body size the client announced (Content-Length), 0 when it sent none."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else 0
+
+
+def check_declared_size(request: Request, limit: int) -> None:
+    """Refuse a body announced larger than ``limit`` before reading any of it."""
+    if declared_length(request) > limit:
+        raise TooLarge(_too_large(limit))
+
+
+async def stage_multipart(request: Request, folder: Path, limit: int, *,
+                          hang_up: bool = False) -> StagedForm:
+    """Receive the request's multipart body into ``folder``; on any error the folder is removed.
+
+    With ``hang_up`` the limit bounds the whole body: a declared Content-Length over it is
+    refused before a byte of the body is read, and a body without one (chunked) as soon as the
+    bytes received pass it; nothing more is read, and the caller answers with
+    ``Connection: close`` so the server stops receiving. Without it the parts' data is bounded
+    and an oversized body is read on a little (``DRAIN_FACTOR``) so the client sees the answer.
+    """
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     if content_type != b"multipart/form-data" or b"boundary" not in options:
         raise UnsupportedMediaType("An upload must be sent as multipart/form-data")
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit + 64 * 1024:
-        # Parts' headers take some room; clearly oversized bodies are refused unread.
-        await _drain(request, 0, limit * DRAIN_FACTOR)
-        raise TooLarge(f"Total upload size exceeds {limit} bytes")
+    allowance = 0 if hang_up else 64 * 1024  # parts' headers take some room
+    if declared_length(request) > limit + allowance:
+        if not hang_up:
+            await drain(request, 0, limit * DRAIN_FACTOR)
+        raise TooLarge(_too_large(limit))
     form = StagedForm(folder)
     folder.mkdir(parents=True, exist_ok=False)
     receiver = _Receiver(form, limit)
@@ -164,6 +189,8 @@ async def stage_multipart(request: Request, folder: Path, limit: int) -> StagedF
     try:
         async for chunk in request.stream():
             received += len(chunk)
+            if hang_up and received > limit:
+                raise TooLarge(_too_large(limit))
             parser.write(chunk)
         parser.finalize()
         if parser.state not in (MultipartState.END, MultipartState.END_BOUNDARY):
@@ -173,7 +200,8 @@ async def stage_multipart(request: Request, folder: Path, limit: int) -> StagedF
         receiver.close()
         shutil.rmtree(folder, ignore_errors=True)
         if isinstance(exc, TooLarge):
-            await _drain(request, received, limit * DRAIN_FACTOR)
+            if not hang_up:
+                await drain(request, received, limit * DRAIN_FACTOR)
             raise
         if isinstance(exc, (InvalidInput, UnsupportedMediaType)):
             raise
@@ -183,13 +211,14 @@ async def stage_multipart(request: Request, folder: Path, limit: int) -> StagedF
     return form
 
 
-async def _drain(request: Request, received: int, cap: int | None = None) -> None:
+async def drain(request: Request, received: int, cap: int | None = None) -> bool:
     """Read what the client is still sending (without keeping it) so it gets the answer
-    instead of a reset connection; stop at ``cap`` bytes."""
+    instead of a reset connection; stop at ``cap`` bytes. True when the body was read to its end."""
     try:
         async for chunk in request.stream():
             received += len(chunk)
             if cap is not None and received > cap:
-                return
+                return False
     except Exception:
-        return
+        return False
+    return True

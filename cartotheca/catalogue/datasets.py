@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from cartotheca.catalogue import maps
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -287,13 +288,15 @@ def map_layers_of(session: Session, principal: Principal, settings: Settings,
                   resource: Resource) -> list[dict[str, Any]]:
     """The map layers that show ``resource`` in maps the principal may view, as GeoNode's short
     map-layer objects (``pk``, ``extra_params``, ``current_style``, ``name``, ``order``,
-    ``visibility``, ``opacity``). Maps and their layers are not stored yet, so no map uses a
-    dataset; the maps module fills this in."""
-    return []
+    ``visibility``, ``opacity``)."""
+    return [maps.short_layer(layer) for layer in maps.layers_showing(session, principal, settings, resource)]
 
 
 def maps_of(session: Session, principal: Principal, settings: Settings,
             resource: Resource) -> list[dict[str, Any]]:
     """The maps the principal may view that use ``resource``, as ``{pk, title, detail_url,
-    link}`` objects; empty until maps are stored (see ``map_layers_of``)."""
-    return []
+    link}`` objects (GeoNode's SimpleMapSerializer: the pk is a number here)."""
+    site = settings.site_base
+    return [{"pk": m.id, "title": m.title, "detail_url": f"{site}/catalogue/#/map/{m.id}",
+             "link": f"{site}/api/v2/maps/{m.id}"}
+            for m in maps.maps_using(session, principal, settings, resource)]

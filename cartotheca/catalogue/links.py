@@ -4,7 +4,8 @@ GeoNode stores these as ``Link`` rows written when a layer is published; here th
 from the resource row alone each time a record is serialised, so a page of records costs no
 extra statement and the URLs follow SITEURL when it changes. Every URL is one the service
 answers itself: OWS requests go to ``{SITEURL}ows``, downloads to ``datasets/{alternate}/...``,
-tiles to ``tiles/{alternate}/...``, metadata to the catalogue's CSW record view.
+tiles to ``tiles/{alternate}/...``, map images to ``maps/{id}/image.{png,jpg,pdf}``, metadata
+to the catalogue's CSW record view.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def download_url(site: str, resource: Any) -> str | None:
 
 
 def embed_url(site: str, resource: Any) -> str | None:
+    if resource.resource_type == "map":
+        return f"{_site(site)}maps/{resource.id}/embed"
     if not is_dataset(resource):
         return None
     return f"{_site(site)}datasets/{quote(resource.alternate, safe=':')}/embed"
@@ -100,6 +103,8 @@ def resource_links(site: str, resource: Any) -> list[Link]:
     links = metadata_links(site, resource)
     if is_dataset(resource):
         links += dataset_links(site, resource)
+    elif resource.resource_type == "map":
+        links += map_links(site, resource)
     thumbnail = thumbnail_url(site, resource)
     if thumbnail:
         links.append(Link("png", "image", "Thumbnail", "image/png", thumbnail))
@@ -159,6 +164,16 @@ def dataset_links(site: str, resource: Any) -> list[Link]:
     links += [Link("html", f"OGC:{service}", f"OGC {service}: {workspace} Service", "text/html",
                    ows_url(site)) for service in services]
     return links
+
+
+def map_image_url(site: str, resource: Any, extension: str) -> str:
+    return f"{_site(site)}maps/{resource.id}/image.{extension}"
+
+
+def map_links(site: str, resource: Any) -> list[Link]:
+    """A map's images (one composite render of its layers), served by the maps routes."""
+    return [Link(ext, "image", name, mime, map_image_url(site, resource, ext))
+            for name, ext, mime in WMS_FORMATS]
 
 
 def native_view(resource: Any) -> tuple[tuple[float, float, float, float], str]:

@@ -800,5 +800,9 @@ def copy_resource(session: Session, principal: Principal, settings: Settings, so
         from cartotheca.catalogue import documents  # a copied document gets its own file
 
         documents.copy_document(session, settings, source, clone)
+    if source.resource_type == "map":
+        from cartotheca.catalogue import maps  # a copied map shows the same layers
+
+        maps.copy_layers(session, source, clone)
     return clone
 

@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from cartotheca.catalogue import maps
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -222,19 +223,25 @@ def render_layers(session: Session, settings: Settings, resource: Resource, bbox
                   width: int, height: int) -> bytes:
     from cartotheca.ows import render
 
+    if resource.resource_type == "map":
+        from cartotheca.ows import map_images  # each layer in its style, opacity and order
+
+        specs = map_images.layer_specs(session, resource)
+        if not specs:
+            raise InvalidInput("There is nothing to draw: the map has no layers")
+        return render.render_image(settings, specs, bbox, crs, width, height)
     layers = layers_to_draw(session, resource)
     if not layers:
-        raise InvalidInput("There is nothing to draw: the map has no layers")
-    if resource.resource_type == "dataset":
-        _, dataset = layers[0]
-        return render.render_thumbnail(settings, resource, dataset, width, height, bbox=bbox, crs=crs)
-    return render.render_image(settings, [render.LayerSpec(r, d) for r, d in layers], bbox, crs,
-                               width, height)
+        raise InvalidInput("There is nothing to draw: the dataset has no data")
+    _, dataset = layers[0]
+    return render.render_thumbnail(settings, resource, dataset, width, height, bbox=bbox, crs=crs)
 
 
 def layers_to_draw(session: Session, resource: Resource) -> list[tuple[Resource, Dataset]]:
-    """The datasets a thumbnail of ``resource`` shows: the dataset itself, or a map's layers
-    (maps keep no layers yet; the maps module adds them here)."""
+    """The datasets a thumbnail of ``resource`` shows: the dataset itself, or a map's visible
+    layers bottom first."""
+    if resource.resource_type == "map":
+        return [(r, d) for _, r, d in maps.drawn_layers(session, resource)]
     if resource.resource_type != "dataset":
         return []
     dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)

@@ -50,9 +50,12 @@ class Totals:
 def aggregate_period(session: Session, service_id: int, valid_from: dt.datetime,
                      valid_to: dt.datetime) -> int:
     """Write the metric values of one period (replacing any); returns how many rows."""
-    events = session.execute(select(RequestEvent).where(
-        RequestEvent.service_id == service_id, RequestEvent.received >= valid_from,
-        RequestEvent.received < valid_to)).scalars().all()
+    e = RequestEvent
+    events = session.execute(select(
+        e.id, e.event_type, e.secondary_event_type, e.response_time, e.response_size, e.client_ip,
+        e.user_agent, e.user_agent_family, e.user_identifier, e.user_username, e.request_path,
+        e.request_method, e.response_status, e.resources,
+    ).where(e.service_id == service_id, e.received >= valid_from, e.received < valid_to)).all()
     session.execute(delete(MetricValue).where(
         MetricValue.service_id == service_id, MetricValue.valid_from == valid_from,
         MetricValue.valid_to == valid_to))
@@ -74,7 +77,7 @@ def aggregate_period(session: Session, service_id: int, valid_from: dt.datetime,
                 "value": _text(value), "value_num": value, "samples_count": samples}
                for metric, event_type, resource, label, value, samples in values]
     for start in range(0, len(records), 1000):
-        session.execute(insert(MetricValue), records[start:start + 1000])
+        session.execute(insert(MetricValue.__table__), records[start:start + 1000])
     return len(records)
 
 

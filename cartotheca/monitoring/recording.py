@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import re
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from cartotheca.db.models import ExceptionEvent, RequestEvent, Resource
@@ -35,15 +35,18 @@ class Recorder:
         captured = [c for c in captured if c.status or c.error]
         classified = [self._classify(c) for c in captured]
         names = self._resource_names(session, classified)
-        events = [self._event(c, k, services, names) for c, k in zip(captured, classified, strict=True)]
-        session.add_all(events)
+        rows = [self._event(c, k, services, names) for c, k in zip(captured, classified, strict=True)]
+        plain = [row for row, c in zip(rows, captured, strict=True) if not c.error]
+        for start in range(0, len(plain), 1000):
+            session.execute(insert(RequestEvent.__table__), plain[start:start + 1000])
+        for row, c in zip(rows, captured, strict=True):
+            if c.error:  # rare: inserted one by one, for the id the exception refers to
+                request_id = session.execute(insert(RequestEvent).returning(RequestEvent.id), row).scalar()
+                session.add(ExceptionEvent(
+                    created=row["received"], service_id=row["service_id"], error_type=c.error[0][:255],
+                    error_message=c.error[1], error_data=c.error[2], request_id=request_id))
         session.flush()
-        session.add_all(
-            ExceptionEvent(created=e.received, service_id=e.service_id, error_type=c.error[0][:255],
-                           error_message=c.error[1], error_data=c.error[2], request_id=e.id)
-            for c, e in zip(captured, events, strict=True) if c.error)
-        session.flush()
-        return len(events)
+        return len(rows)
 
     def _classify(self, c: CapturedRequest) -> Classification:
         return classify(c.method, c.path, c.query.decode("latin-1"), c.body_prefix, self.workspace)
@@ -68,27 +71,27 @@ class Recorder:
         return out
 
     def _event(self, c: CapturedRequest, k: Classification, services: ServiceSet,
-               names: dict) -> RequestEvent:
+               names: dict) -> dict:
         headers = _headers(c.headers)
         response = _headers(c.response_headers or [])
         created = dt.datetime.fromtimestamp(c.started, dt.UTC).replace(tzinfo=None)
         agent = headers.get(b"user-agent", b"").decode("latin-1")[:255] or None
         query = c.query.decode("latin-1")
         size = c.size or int(response.get(b"content-length", b"0") or 0)
-        return RequestEvent(
-            created=created, received=created + dt.timedelta(seconds=c.duration),
-            service_id=services.for_type(k.service_type), event_type=k.event_type,
-            secondary_event_type=k.secondary_event_type,
-            host=headers.get(b"host", b"").decode("latin-1")[:255],
-            request_path=(c.path + ("?" + query if query else ""))[:MAX_PATH],
-            request_method=c.method[:16], response_status=c.status, response_size=size,
-            response_time=round(c.duration * 1000.0, 3),
-            response_type=(response.get(b"content-type", b"").decode("latin-1")[:255] or None),
-            user_agent=agent, user_agent_family=ua_family(agent), client_ip=c.client,
-            user_identifier=self._tracking_id(c, agent),
-            user_username=c.user[1] if c.user else "AnonymousUser",
-            resources=_resources(k, names),
-        )
+        return {
+            "created": created, "received": created + dt.timedelta(seconds=c.duration),
+            "service_id": services.for_type(k.service_type), "event_type": k.event_type,
+            "secondary_event_type": k.secondary_event_type,
+            "host": headers.get(b"host", b"").decode("latin-1")[:255],
+            "request_path": (c.path + ("?" + query if query else ""))[:MAX_PATH],
+            "request_method": c.method[:16], "response_status": c.status, "response_size": size,
+            "response_time": round(c.duration * 1000.0, 3),
+            "response_type": response.get(b"content-type", b"").decode("latin-1")[:255] or None,
+            "user_agent": agent, "user_agent_family": ua_family(agent), "client_ip": c.client,
+            "user_identifier": self._tracking_id(c, agent),
+            "user_username": c.user[1] if c.user else "AnonymousUser",
+            "resources": _resources(k, names),
+        }
 
     def _tracking_id(self, c: CapturedRequest, agent: str | None) -> str:
         # Accounts are followed across clients; anonymous visitors by address and agent.

@@ -94,17 +94,7 @@ def get_tile(req: OWSRequest) -> Response:
         resource, dataset = get_dataset(req.session, req.principal, req.settings, layer)
     except NotFound:
         raise OWSException("InvalidParameterValue", f"Unknown layer {layer}", locator="layer") from None
-    try:
-        tiles.check_tile(tms, z, col, row)
-    except tiles.TileOutOfRange as exc:
-        raise OWSException("TileOutOfRange", exc.message, locator=_out_locator(tms, z, row)) from None
-    limits = layer_limits(resource, tms, z)
-    if limits is not None:
-        min_row, max_row, min_col, max_col = limits
-        if not (min_row <= row <= max_row and min_col <= col <= max_col):
-            raise OWSException("TileOutOfRange", f"Tile row {row}, column {col} is outside the layer's "
-                               f"limits at matrix {z}", locator="tilerow" if not min_row <= row <= max_row
-                               else "tilecol")
+    _check_in_range(resource, tms, z, row, col)
     if media_type not in tiles.formats_for(dataset):
         raise OWSException("InvalidParameterValue", f"Layer {layer} has no {media_type} tiles",
                            locator="format")
@@ -147,8 +137,23 @@ def _zoom(tms: Any, identifier: str) -> int:
     return z
 
 
-def _out_locator(tms: Any, z: int, row: int) -> str:
-    return "tilerow" if not 0 <= row < tms.matrix(z).matrixHeight else "tilecol"
+def _check_in_range(resource: Any, tms: Any, z: int, row: int, col: int) -> None:
+    """TileOutOfRange outside the tile matrix or the limits the capabilities advertise."""
+    try:
+        tiles.check_tile(tms, z, col, row)
+    except tiles.TileOutOfRange as exc:
+        locator = "tilerow" if not 0 <= row < tms.matrix(z).matrixHeight else "tilecol"
+        raise OWSException("TileOutOfRange", exc.message, locator=locator) from None
+    limits = layer_limits(resource, tms, z)
+    if limits is None:
+        return
+    min_row, max_row, min_col, max_col = limits
+    if not min_row <= row <= max_row:
+        raise OWSException("TileOutOfRange", f"Tile row {row} is outside the layer's rows {min_row}.."
+                           f"{max_row} at matrix {z}", locator="tilerow")
+    if not min_col <= col <= max_col:
+        raise OWSException("TileOutOfRange", f"Tile column {col} is outside the layer's columns "
+                           f"{min_col}..{max_col} at matrix {z}", locator="tilecol")
 
 
 def layer_limits(resource: Any, tms: Any, z: int) -> tuple[int, int, int, int] | None:

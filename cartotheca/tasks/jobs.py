@@ -13,6 +13,7 @@ from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.db.models import Resource, Upload, User
 from cartotheca.errors import CartothecaError, InvalidInput, NotFound
 from cartotheca.geodata.ingest import IngestOptions
+from cartotheca.management.jobs import run_job as management_command
 from cartotheca.tasks.engine import Job, JobContext
 
 
@@ -171,4 +172,5 @@ JOBS: dict[str, Job] = {
     "create": create,
     "ingest": ingest,
     "import_upload": import_upload,
+    "management_command": management_command,
 }

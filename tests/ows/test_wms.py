@@ -422,3 +422,16 @@ def test_getmap_over_post_form(client, polygons):
             "SRS": "EPSG:4326", "BBOX": "0,40,40,60", **POLYGON_MAP}
     response = client.post("/ows", data=form)
     assert _quarters(pixels(response.content)) == EXPECTED_QUARTERS
+
+
+def test_render_thumbnail_for_other_modules(db, settings, polygons):
+    from cartotheca.db.models import Resource
+    from cartotheca.ows import render
+
+    resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
+                                   .where(Resource.id == polygons.id)).one()
+    image = pixels(render.render_thumbnail(settings, resource, dataset, 120, 40))
+    assert image.shape == (40, 120, 4)
+    assert all(_has(image, colour) for colour in (RED, GREEN, BLUE, YELLOW, MAGENTA))
+    # widened to the image's shape, not stretched: the sides stay empty
+    assert image[:, :5, 3].max() == 0 and image[:, -5:, 3].max() == 0

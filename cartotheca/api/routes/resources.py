@@ -95,6 +95,9 @@ class ResourceRoutes:
         """Validate and apply a client's field object to one record of this collection."""
         catalogue.patch_resource(db, principal, settings, row, body, current)
 
+    def after_commit(self, db, settings) -> None:
+        """Work a typed collection does once a patch is committed (maps redraw thumbnails)."""
+
     def serialise(self, db, listing: Listing, ctx: RecordContext,
                   params: ListParams | None = None) -> list[dict[str, Any]]:
         items = self.records(db, listing, ctx)
@@ -190,6 +193,7 @@ class ResourceRoutes:
                 self.apply_patch(db, principal, settings, row,
                                  {k: v for k, v in data.items() if k not in ("id", "pk")})
             db.commit()
+            self.after_commit(db, settings)
             listing = catalogue.decorate(db, principal, Listing(
                 catalogue.load_many(db, ids), len(ids), 1, None))
             ctx = self.record_context(settings, principal)
@@ -256,6 +260,7 @@ class ResourceRoutes:
             current = self.records(db, listing, ctx, detail=True)[0]
             self.apply_patch(db, principal, settings, listing.rows[0], body, current)
             db.commit()
+            self.after_commit(db, settings)
             listing = catalogue.get_resource(db, principal, settings, resource_id)
             return self.one(db, listing, ctx)
 

@@ -2,7 +2,9 @@
 
 An upload is received part by part into its staging folder, checked as far as possible
 without reading the data (a 400 before anything exists), recorded, and imported by an
-execution whose start object is the answer.
+execution whose start object is the answer. The upload size and parallelism limits
+(``upload-size-limits``, ``upload-parallelism-limits``) are checked before the body is read;
+an oversized body is refused without reading the rest of it.
 """
 
 from __future__ import annotations
@@ -12,39 +14,70 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
 
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_state, list_context, read_body
-from cartotheca.api.multipart import StagedForm, stage_multipart
+from cartotheca.api.errors import error_response
+from cartotheca.api.multipart import StagedForm, TooLarge, check_declared_size, drain, stage_multipart
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.executions import start_object
 from cartotheca.api.schemas.uploads import final_step, upload_record
-from cartotheca.catalogue import uploads
+from cartotheca.catalogue import upload_limits, uploads
 from cartotheca.db.models import Resource
-from cartotheca.errors import NotFound
+from cartotheca.errors import LimitExceeded, NotFound
 
 router = APIRouter(tags=["uploads"])
 
 
 @router.post("/api/v2/uploads/upload", summary="Upload a dataset (multipart; asynchronous import)")
-async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> Response:
+    sessions = app_state(request).sessions
+    limit = await run_in_threadpool(upload_limits.dataset_upload_size, db, settings)
+    try:
+        check_declared_size(request, limit)
+        slot = await run_in_threadpool(upload_limits.acquire_upload_slot, sessions, principal.id)
+    except TooLarge as exc:
+        return _refusal(exc, hang_up=True)
+    except LimitExceeded as exc:
+        # Too many uploads under way: read the (size-bounded) body so the client sees the answer.
+        return _refusal(exc, hang_up=not await drain(request, 0, limit))
     token = uuid_mod.uuid4().hex
     folder = uploads.staging_dir(settings, token)
-    form = await stage_multipart(request, folder, settings.DEFAULT_MAX_UPLOAD_SIZE)
     try:
-        body = await run_in_threadpool(_start, request, db, principal, settings, form, token)
+        form = await stage_multipart(request, folder, limit, hang_up=True)
+        body = await run_in_threadpool(_start, request, db, principal, settings, form, token, slot)
+    except TooLarge as exc:
+        return _refusal(exc, hang_up=True)
     except BaseException:
         uploads.remove_staged(folder)
         raise
+    finally:
+        await run_in_threadpool(_release, sessions, slot)
     return JSON(body)
 
 
 @router.put("/api/v2/uploads/upload", summary="Upload a dataset (the same as POST)")
-async def upload_dataset_put(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
+async def upload_dataset_put(request: Request, db: DbDep, principal: UserDep,
+                             settings: SettingsDep) -> Response:
     return await upload_dataset(request, db, principal, settings)
 
 
-def _start(request: Request, db, principal, settings, form: StagedForm, token: str) -> dict:
+def _refusal(exc: LimitExceeded, *, hang_up: bool) -> Response:
+    """The error answer; ``hang_up`` closes the connection so the unread body is never received."""
+    response = error_response(400, exc.messages, exc.code)
+    if hang_up:
+        response.headers["Connection"] = "close"
+    return response
+
+
+def _release(sessions, slot: int) -> None:
+    with sessions() as session:
+        upload_limits.release_upload_slot(session, slot)
+        session.commit()
+
+
+def _start(request: Request, db, principal, settings, form: StagedForm, token: str, slot: int) -> dict:
     uploads.sweep_abandoned(db, settings)
     files = {name: form.path(name) for name in form.files}
     upload, params = uploads.begin_upload(db, settings, principal, form.fields, files, token, form.total)
@@ -53,6 +86,8 @@ def _start(request: Request, db, principal, settings, form: StagedForm, token: s
                              input_params=params, source="upload_workflow",
                              name=files["base_file"].name)
     upload.exec_id = execution.exec_id
+    # The upload record replaces the slot in one commit: it is counted once, never missed.
+    upload_limits.release_upload_slot(db, slot)
     db.commit()
     tasks.dispatch(execution.exec_id)
     return start_object(settings.site_base, execution)

@@ -9,10 +9,17 @@ from cartotheca.db.models.accounts import (
     User,
     WebSession,
 )
+from cartotheca.db.models.admin import (
+    ManagementCommandJob,
+    UploadParallelismLimit,
+    UploadSizeLimit,
+    UploadSlot,
+)
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.documents import Document
 from cartotheca.db.models.executions import ExecutionRequest
 from cartotheca.db.models.mapclient import MapClientResource
+from cartotheca.db.models.maps import Map, MapLayer
 from cartotheca.db.models.monitoring import (
     CollectionClaim,
     ExceptionEvent,
@@ -68,7 +75,10 @@ __all__ = [
     "Keyword",
     "License",
     "LinkedResource",
+    "ManagementCommandJob",
+    "Map",
     "MapClientResource",
+    "MapLayer",
     "MetricLabel",
     "MetricNotificationCheck",
     "MetricValue",
@@ -92,6 +102,9 @@ __all__ = [
     "ThesaurusKeyword",
     "ThesaurusKeywordLabel",
     "Upload",
+    "UploadParallelismLimit",
+    "UploadSizeLimit",
+    "UploadSlot",
     "User",
     "WebSession",
     "resource_keywords",

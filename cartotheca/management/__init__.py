@@ -1,0 +1,1 @@
+"""cartotheca.management: administration commands, run from the CLI or as jobs over HTTP."""
