@@ -1,4 +1,5 @@
-"""cartotheca.cli: serve, migrate, createsuperuser; thin wrappers over the modules they call."""
+"""cartotheca.cli: serve, migrate, createsuperuser, the management commands; thin wrappers over the
+modules they call."""
 
 from __future__ import annotations
 
@@ -150,6 +151,50 @@ def createsuperuser(username: str | None, email: str, password: str | None, noin
             sys.exit(1)
         session.commit()
     click.echo(f"Superuser '{username}' created.")
+
+
+def _management_command(command) -> click.Command:
+    """A ``cartotheca <name>`` subcommand from a management command's own option declarations."""
+    params = [
+        click.Option([*option.flags, option.dest], is_flag=option.flag, multiple=option.multiple,
+                     type=None if option.flag else option.type,
+                     default=() if option.multiple else (False if option.flag else option.default),
+                     metavar=option.metavar, help=option.help)
+        for option in command.options
+    ]
+
+    def callback(**values) -> None:
+        _run_management(command.name, {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()})
+
+    return click.Command(command.name, params=params, callback=callback, help=command.help)
+
+
+def _run_management(name: str, values: dict) -> None:
+    from cartotheca.db.session import make_engine, make_sessionmaker
+    from cartotheca.errors import CartothecaError
+    from cartotheca.management.commands import run_now
+
+    settings = _settings()
+    _prepare(settings, create_admin=False)
+    engine = make_engine(settings)
+    try:
+        with make_sessionmaker(engine)() as session:
+            run_now(name, session, settings, values, click.echo)
+    except CartothecaError as exc:
+        click.echo(f"Error: {exc.message}", err=True)
+        sys.exit(1)
+    finally:
+        engine.dispose()
+
+
+def _add_management_commands() -> None:
+    from cartotheca.management.commands import COMMANDS
+
+    for command in COMMANDS.values():
+        main.add_command(_management_command(command))
+
+
+_add_management_commands()
 
 
 if __name__ == "__main__":

@@ -429,6 +429,10 @@ def inspect_raster(candidate: Candidate) -> RasterSource:
                 "nodata": src.nodata, "width": src.width, "height": src.height,
                 "resolution": [abs(src.res[0]), abs(src.res[1])],
                 "band_descriptions": [d or f"band_{i + 1}" for i, d in enumerate(src.descriptions)],
+                # Approximate band statistics (from overviews or a subsample) let the default
+                # style stretch a non-8-bit band between its real values.
+                "statistics": [{"min": float(st.min), "max": float(st.max), "mean": float(st.mean),
+                                "stddev": float(st.std)} for st in src.stats(approx=True)],
             }
             bounds = tuple(float(v) for v in src.bounds)
             crs_wkt = src.crs.to_wkt()

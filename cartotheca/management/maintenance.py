@@ -15,7 +15,6 @@ from sqlalchemy import delete, func, select, text
 
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest
-from cartotheca.errors import InvalidInput
 from cartotheca.management.registry import Command, CommandRun, Option
 
 PURGE_BATCH = 1000
@@ -67,8 +66,6 @@ def _reindex_postgresql(run: CommandRun) -> None:
 
 def purge_executions(run: CommandRun, options: dict[str, Any]) -> None:
     days = options["days"]
-    if days < 0:
-        raise InvalidInput("--days must be 0 or more")
     cutoff = utcnow() - dt.timedelta(days=days)
     ended = func.coalesce(ExecutionRequest.finished, ExecutionRequest.last_updated)
     old = select(ExecutionRequest.id).where(ExecutionRequest.status.in_(("finished", "failed")),
@@ -118,7 +115,7 @@ PURGE_EXECUTIONS = Command(
     help="Delete the execution requests that finished or failed more than --days days ago.",
     run=purge_executions,
     options=(Option(("--days",), "days", "age in days of the executions to delete (default 30)",
-                    type=int, default=30, metavar="N"),),
+                    type=int, default=30, metavar="N", minimum=0),),
 )
 
 SEND_NOTIFICATIONS = Command(

@@ -32,6 +32,7 @@ class Option:
     multiple: bool = False
     flag: bool = False
     metavar: str | None = None
+    minimum: int | None = None  # int options: the smallest value accepted
 
 
 @dataclass
@@ -93,6 +94,9 @@ class Command:
         for option in self.options:
             if option.multiple and values.get(option.dest) is None:
                 values[option.dest] = list(option.default or [])
+            value = values.get(option.dest)
+            if option.minimum is not None and value is not None and value < option.minimum:
+                raise InvalidInput(f"{option.flags[-1]}: must be {option.minimum} or more")
         return values
 
 

@@ -104,7 +104,10 @@ def _band_count(info: dict[str, Any]) -> int:
 
 
 def _band_range(info: dict[str, Any]) -> tuple[float, float]:
-    """The first band's min and max from whatever statistics ingest recorded; else the dtype's."""
+    """8-bit bands show their values as they are; other types stretch between the first band's
+    min and max from the statistics ingest recorded, else the dtype's range."""
+    if str(info.get("dtype", "")).lower() == "uint8":
+        return 0.0, 255.0
     candidates = []
     for key in ("bands", "statistics", "stats", "band_statistics"):
         value = info.get(key)

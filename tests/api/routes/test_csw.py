@@ -3,9 +3,13 @@ and no private record in an answer to anyone who may not view it."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from lxml import etree
 
+from cartotheca.catalogue import iso_metadata
+from tests.catalogue.iso_documents import gmd
 from tests.catalogue.test_csw import ISO_XSD, NS
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
@@ -171,3 +175,22 @@ def test_a_page_costs_the_same_statements_whatever_its_size(client, db, settings
         assert len(root.findall(".//gmd:MD_Metadata", NS)) == size
         counts.append(n.value)
     assert counts[0] == counts[1], counts
+
+
+def test_metadata_uploaded_to_a_dataset_is_served_back_as_iso(client, db, owner, wells):
+    make_user(db, "ana")
+    make_user(db, "ben", email="ben@example.org")
+    response = client.put(f"/api/v2/datasets/{wells.id}/metadata", headers=basic("owner", PASSWORD),
+                          files={"metadata_file": ("md.xml", gmd(wells.uuid).encode(), "text/xml")})
+    assert response.status_code == 200, response.text
+    document = etree.fromstring(client.get(metadata_links(client, wells)["ISO"]).content)[0]
+    record = iso_metadata.read_iso(document)
+    assert (record.identifier, record.title) == (wells.uuid, "Rivers of the plain")
+    assert record.abstract == "Every river of the plain, digitised from 1:10000 maps."
+    assert {w for group in record.keywords for w in group.words} >= {"hydrography", "rivers"}
+    assert (record.date, record.date_type) == (dt.datetime(2019, 5, 4), "creation")
+    assert {("poc", "ana"), ("publisher", "ben")} <= {(p.role, n) for p in record.parties for n in p.names}
+    found = csw(client, service="CSW", version="2.0.2", request="GetRecords", typenames="csw:Record",
+                resulttype="results", elementsetname="brief", constraintlanguage="CQL_TEXT",
+                constraint="csw:AnyText like '%digitised%'")
+    assert titles(found) == ["Rivers of the plain"]

@@ -204,7 +204,7 @@ def test_reorder_and_patch_the_layers(client, db, owner_auth, datasets):
     assert after[1]["opacity"] == 0.5 and after[1]["extra_params"] == {"msId": "q-2"}
     assert db.scalar(select(func.count()).select_from(MapLayer).where(MapLayer.id == stations["pk"])) == 0
     # the extent and the internal links follow the layers
-    detail = client.get(f"/api/v2/maps/{pk}").json()["map"]
+    detail = client.get(f"/api/v2/maps/{pk}", headers=owner_auth).json()["map"]
     assert detail["extent"]["coords"] == pytest.approx([0.0, 40.0, 20.0, 60.0], abs=1e-6)
     links = set(db.scalars(select(LinkedResource.target_id).where(LinkedResource.source_id == int(pk))))
     assert links == {datasets["quadrants"].id, datasets["overlay"].id}
