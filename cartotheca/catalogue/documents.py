@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -270,7 +269,8 @@ def patch_document(session: Session, principal: Principal, settings: Settings, r
                 continue
             raise InvalidInput(f"{key}: this field is read-only and cannot be changed")
         rest[key] = value
-    catalogue.patch_resource(session, principal, settings, resource, rest, dict(current or {}))
+    catalogue.patch_resource(session, principal, settings, resource, rest,
+                             dict(current) if current is not None else None)
 
 
 def forget_files(session: Session, resource_ids: Sequence[int]) -> None:
@@ -331,11 +331,3 @@ def _bind(session: Session, when: str, unless: str, action: Callable[[], None]) 
 
     event.listen(session, when, run, once=True)
     event.listen(session, unless, forget, once=True)
-
-
-def remove_staged(path: Path | None) -> None:
-    if path is not None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass

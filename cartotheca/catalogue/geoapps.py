@@ -96,7 +96,8 @@ def patch_geoapp(session: Session, principal: Principal, settings: Settings, res
     if "name" in body and (current is None or body["name"] != current.get("name")):
         name = _name(body["name"])
         _check_unique_name(session, name, exclude=resource.id)
-    catalogue.patch_resource(session, principal, settings, resource, rest, dict(current or {}))
+    catalogue.patch_resource(session, principal, settings, resource, rest,
+                             dict(current) if current is not None else None)
     if blob is not None:
         resource.blob = blob
     if name is not None:

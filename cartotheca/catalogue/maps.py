@@ -341,10 +341,7 @@ def _map_ref(value: Any) -> int:
 def _writable_layers(session: Session, principal: Principal, settings: Settings,
                      map_id: int) -> tuple[Resource, list[MapLayer]]:
     """The map (which the principal must be allowed to change) and its layers they may see."""
-    try:
-        resource = catalogue.load_for_write(session, principal, settings, map_id, ("map",))
-    except NotFound:
-        raise InvalidInput(f"map: no map {map_id}") from None
+    resource = catalogue.load_for_write(session, principal, settings, map_id, ("map",))
     catalogue.require(session, principal, resource, perms.CHANGE)
     rows = session.scalars(select(MapLayer).where(MapLayer.map_id == map_id,
                                                   visible_layer_clause(principal, settings))

@@ -179,10 +179,13 @@ def task_meta(session: Session, job: ManagementCommandJob) -> dict[str, Any]:
         ExecutionRequest.exec_id == job.celery_result_id))
     if execution is None:
         return empty
-    status = REVOKED if job.outcome == REVOKED else CELERY_STATES.get(execution.status)
-    return {"date_done": execution.finished, "status": status,
-            "traceback": execution.log if execution.status == "failed" else None,
-            "worker": execution.worker}
+    # The job's outcome is written with its end (before the engine records the execution's).
+    status = job.outcome or CELERY_STATES.get(execution.status)
+    traceback = None
+    if status == FAILURE:
+        traceback = execution.log if execution.status == "failed" and execution.log else job.output_message
+    return {"date_done": job.end_time if job.outcome else execution.finished, "status": status,
+            "traceback": traceback, "worker": execution.worker}
 
 
 # -- running (the engine's job) ----------------------------------------------------------------

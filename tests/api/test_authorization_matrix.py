@@ -7,9 +7,17 @@ may not see appears anywhere in the body.
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import delete
 
+from cartotheca.catalogue import maps
+from cartotheca.catalogue import permissions as perms
+from cartotheca.catalogue.accounts import internal_group_ids
+from cartotheca.catalogue.auth import InternalGroups, principal_for
+from cartotheca.db.models import ResourcePermission
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import PASSWORD, make_group, make_resource, make_user
+from tests.geodata.fixtures import publish_file, write_polygons
+from tests.ows.conftest import make_private
 
 ROLES = ("anonymous", "registered", "owner", "member", "manager", "admin")
 KINDS = ("public", "private", "group_shared", "unpublished")
@@ -185,3 +193,105 @@ def test_unapproved_resources_under_moderation(make_app, db, settings):
                                 json={"is_approved": True})
         assert approved.status_code == 200 and approved.json()["resource"]["is_approved"] is True
         assert "Awaiting approval" in titles({})
+
+
+# -- maps -------------------------------------------------------------------------------------
+# Maps of each kind, each showing a public dataset and the owner's private one: the private
+# dataset's layer is a leak probe inside maps the role may see.
+
+MAP_PATHS = ("", "/maplayers", "/layers", "/local_layers", "/datasets", "/linked_resources", "/owner")
+
+
+@pytest.fixture
+def map_world(db, settings, tmp_path):
+    owner = make_user(db, "olga")
+    member = make_user(db, "mario")
+    manager = make_user(db, "mona")
+    make_user(db, "rex")
+    team = make_group(db, "Hydro Team", members=[member], managers=[manager])
+    visible = publish_file(db, settings, owner, write_polygons(tmp_path / "v", "matrix_open_layer"),
+                           title="Matrix open layer")
+    secret = publish_file(db, settings, owner, write_polygons(tmp_path / "s", "matrix_secret_layer"),
+                          title="Matrix secret layer")
+    make_private(db, settings, secret)
+    anonymous_id, registered_id = internal_group_ids(db, settings)
+    principal = principal_for(db, owner, InternalGroups(anonymous_id, registered_id), "test")
+    out = {"open": visible, "secret": secret}
+    for kind in KINDS:
+        resource = maps.create_map(db, principal, settings, {
+            "title": f"Matrix {kind} map", "data": {"note": f"blob-{kind}"},
+            "maplayers": [{"dataset": visible.id}, {"dataset": secret.id}]})
+        if kind != "public":
+            db.execute(delete(ResourcePermission).where(ResourcePermission.resource_id == resource.id,
+                                                        ResourcePermission.group_id == anonymous_id))
+        if kind == "group_shared":
+            perms.grant(db, resource.id, "view", group_id=team.id)
+        if kind == "unpublished":
+            perms.grant(db, resource.id, "view", group_id=anonymous_id)
+            resource.is_published = False
+            resource.group_id = team.id
+        out[kind] = resource
+    db.commit()
+    return out
+
+
+def map_markers(map_world, role: str) -> list[str]:
+    markers = []
+    for kind in KINDS:
+        if role not in SEES[kind]:
+            resource = map_world[kind]
+            markers += [resource.title, resource.uuid, f"blob-{kind}", f"/maps/{resource.id}\""]
+    if role not in SEES["private"]:
+        secret = map_world["secret"]
+        markers += [secret.title, secret.alternate, secret.uuid]
+    return markers
+
+
+def assert_no_map_leak(response, map_world, role: str) -> None:
+    for marker in map_markers(map_world, role):
+        assert marker not in response.text, f"{role} sees {marker!r} in {response.request.url}"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_maps(client, map_world, role):
+    headers = headers_for(role)
+    seen = {map_world[k].title for k in KINDS if role in SEES[k]}
+    open_layer = map_world["open"]
+    lists = {
+        "/api/v2/maps?page_size=100": "maps", "/api/v2/resources?filter{resource_type}=map": "resources",
+        "/api/v2/layers?page_size=100": None, f"/api/v2/datasets/{open_layer.id}/maps": None,
+        f"/api/v2/datasets/{open_layer.id}/maplayers": None,
+        f"/api/v2/resources/{open_layer.id}/linked_resources": None,
+    }
+    for path, key in lists.items():
+        response = client.get(path, headers=headers)
+        assert response.status_code == 200, (path, response.text)
+        assert_no_map_leak(response, map_world, role)
+        if key:
+            assert {r["title"] for r in response.json()[key]} == seen, (role, path)
+    used_by = client.get(f"/api/v2/datasets/{open_layer.id}/maps", headers=headers).json()
+    assert {m["title"] for m in used_by} == seen
+    sees_secret = role in SEES["private"]
+    for kind in KINDS:
+        resource = map_world[kind]
+        expected = detail_status(kind, role)
+        for path in [f"/api/v2/maps/{resource.id}{p}" for p in MAP_PATHS] + [
+                f"/maps/{resource.id}/image.png", f"/maps/{resource.id}/embed"]:
+            response = client.get(path, headers=headers)
+            assert response.status_code == expected, (role, kind, path, response.text)
+            assert_no_map_leak(response, map_world, role)
+        if expected == 200:
+            layers = client.get(f"/api/v2/maps/{resource.id}/maplayers", headers=headers).json()
+            names = [layer["name"] for layer in layers]
+            assert names == [open_layer.alternate] + ([map_world["secret"].alternate] if sees_secret else [])
+        manage = manage_status(kind, role)
+        writes = [
+            ("patch", f"/api/v2/maps/{resource.id}", {"abstract": "changed"}, manage),
+            ("patch", f"/api/v2/maps/{resource.id}", {"maplayers": [{"dataset": open_layer.id}]}, manage),
+            ("post", "/api/v2/layers", {"map": resource.id, "dataset": open_layer.id},
+             201 if manage == 200 else manage),
+        ]
+        for method, path, body, status in writes:
+            response = client.request(method, path, headers=headers, json=body)
+            assert response.status_code == status, (role, kind, method, path, body, response.text)
+            assert_no_map_leak(response, map_world, role)

@@ -252,8 +252,8 @@ def layer_related(layer_id: LayerIdPath, field_name: str, db: DbDep, principal: 
 
 # -- map images and pages --------------------------------------------------------------------
 
-@router.api_route("/maps/{map_id}/image.{extension}", methods=["GET", "HEAD"], tags=["maps"],
-                  summary="The map drawn as one image (png, jpg or pdf) over its extent")
+@router.get("/maps/{map_id}/image.{extension}", tags=["maps"],
+            summary="The map drawn as one image (png, jpg or pdf) over its extent")
 def map_image(map_id: IdPath, extension: str, db: DbDep, principal: PrincipalDep,
               settings: SettingsDep) -> Response:
     resource = catalogue.get_resource(db, principal, settings, map_id, resource_type=("map",),

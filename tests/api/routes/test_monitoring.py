@@ -52,8 +52,8 @@ def weighted(rows: list[dict]) -> float:
 
 @pytest.fixture
 def traffic(monitored, db, settings, tmp_path):  # noqa: F811
-    """Five real requests: two anonymous catalogue lists, one detail view by a user, a WMS
-    GetMap and a WFS GetFeature of a published dataset; then a collection cycle."""
+    """Six real requests: two anonymous catalogue lists, one detail view by a user, a WMS
+    GetMap, a WFS GetFeature and a download of a published dataset; then a collection cycle."""
     app, client = monitored
     started = utcnow()
     alice = make_user(db, "alice", email="alice@example.org")
@@ -71,10 +71,11 @@ def traffic(monitored, db, settings, tmp_path):  # noqa: F811
         client.get("/ows", headers={"User-Agent": "OWSLib/0.35"}, params={
             "service": "WFS", "version": "2.0.0", "request": "GetFeature", "typeNames": layer,
             "outputFormat": "application/json"}),
+        client.get(f"/datasets/{layer}/dataset_download", headers={"User-Agent": "wget/1.21"}),
     ]
-    assert [r.status_code for r in responses] == [200] * 5, [r.text[:200] for r in responses]
+    assert [r.status_code for r in responses] == [200] * 6, [r.text[:200] for r in responses]
     report = collect(app)
-    assert report.recorded == 5
+    assert report.recorded == 6
     window = {"valid_from": (started - dt.timedelta(seconds=1)).isoformat(),
               "valid_to": utcnow().isoformat(), "interval": 3600}
     return client, polygons, responses, window
@@ -83,17 +84,18 @@ def traffic(monitored, db, settings, tmp_path):  # noqa: F811
 def test_request_count_per_event_type_resource_and_label(traffic, admin_auth):
     client, polygons, _, window = traffic
     overall = metric_rows(client, admin_auth, "request.count", **window)
-    assert totals(overall, "label") == {"count": 5.0}
+    assert totals(overall, "label") == {"count": 6.0}
     by_event = metric_rows(client, admin_auth, "request.count", group_by="event_type", **window)
+    # A WFS GetFeature is an OWS request and a download.
     assert totals(by_event, "event_type") == {
-        "all": 5, "other": 3, "view": 3, "OWS:ALL": 2, "OWS:WMS": 1, "OWS:WFS": 1, "download": 1}
-    # The layer: the detail view, the GetMap and the GetFeature.
+        "all": 6, "other": 4, "view": 3, "download": 2, "OWS:ALL": 2, "OWS:WMS": 1, "OWS:WFS": 1}
+    # The layer: the detail view, the GetMap, the GetFeature and the download.
     layer = metric_rows(client, admin_auth, "request.count", resource=f"layer={polygons.alternate}",
                         **window)
-    assert totals(layer, "label") == {"count": 3.0}
+    assert totals(layer, "label") == {"count": 4.0}
     by_resource = metric_rows(client, admin_auth, "request.count", group_by="resource",
                               resource_type="layer", **window)
-    assert totals(by_resource, "resource") == {polygons.alternate: 3.0}
+    assert totals(by_resource, "resource") == {polygons.alternate: 4.0}
     assert all(r["label"] == "count" and r["resource"]["type"] == "layer" for r in by_resource)
     urls = metric_rows(client, admin_auth, "request.count", group_by="resource", resource_type="url",
                        **window)
@@ -106,7 +108,8 @@ def test_request_count_per_event_type_resource_and_label(traffic, admin_auth):
 def test_labelled_metrics_user_agents_paths_statuses(traffic, admin_auth):
     client, polygons, _, window = traffic
     agents = metric_rows(client, admin_auth, "request.ua", **window)
-    assert totals(agents, "label") == {"agent-a": 2, "agent-b": 1, "QGIS/3.34": 1, "OWSLib/0.35": 1}
+    assert totals(agents, "label") == {"agent-a": 2, "agent-b": 1, "QGIS/3.34": 1, "OWSLib/0.35": 1,
+                                       "wget/1.21": 1}
     only_a = metric_rows(client, admin_auth, "request.ua", label="agent-a", **window)
     assert totals(only_a, "label") == {"agent-a": 2}
     ows_agents = metric_rows(client, admin_auth, "request.ua", event_type="OWS:ALL", **window)
@@ -115,39 +118,39 @@ def test_labelled_metrics_user_agents_paths_statuses(traffic, admin_auth):
     assert totals(families, "label")["QGIS"] == 1
     paths = metric_rows(client, admin_auth, "request.path", **window)
     assert totals(paths, "label") == {"/api/v2/resources": 2, f"/api/v2/resources/{polygons.id}": 1,
-                                      "/ows": 2}
-    assert totals(metric_rows(client, admin_auth, "response.status", **window), "label") == {"200": 5}
-    assert totals(metric_rows(client, admin_auth, "request.method", **window), "label") == {"GET": 5}
+                                      "/ows": 2, f"/datasets/{polygons.alternate}/dataset_download": 1}
+    assert totals(metric_rows(client, admin_auth, "response.status", **window), "label") == {"200": 6}
+    assert totals(metric_rows(client, admin_auth, "request.method", **window), "label") == {"GET": 6}
 
 
 def test_request_users_counts_tracking_ids(traffic, admin_auth):
     client, polygons, _, window = traffic
-    # Four visitors: anonymous agent-a (twice), alice, anonymous QGIS, anonymous OWSLib.
+    # Five visitors: anonymous agent-a (twice), alice, and anonymous QGIS, OWSLib and wget.
     users = metric_rows(client, admin_auth, "request.users", group_by="label", **window)
-    assert sum(r["val"] for r in users) == 4 and all(isinstance(r["val"], int) for r in users)
-    assert sum(r["samples_count"] for r in users) == 5
+    assert sum(r["val"] for r in users) == 5 and all(isinstance(r["val"], int) for r in users)
+    assert sum(r["samples_count"] for r in users) == 6
     per_label = metric_rows(client, admin_auth, "request.users", **window)
-    assert sorted(float(r["val"]) for r in per_label) == [1.0, 1.0, 1.0, 2.0]
+    assert sorted(float(r["val"]) for r in per_label) == [1.0, 1.0, 1.0, 1.0, 2.0]
     for group_by in ("resource_no_labels", "resource_no_label"):
         rows = metric_rows(client, admin_auth, "request.users", group_by=group_by, resource_type="layer",
                            **window)
-        assert [(r["resource"]["name"], r["val"]) for r in rows] == [(polygons.alternate, 3)]
+        assert [(r["resource"]["name"], r["val"]) for r in rows] == [(polygons.alternate, 4)]
         assert all("label" not in r for r in rows)
     by_event = metric_rows(client, admin_auth, "request.users", group_by="event_type_on_label", **window)
     assert {r["event_type"]: r["val"] for r in by_event if r["event_type"] in ("all", "other", "OWS:ALL")} \
-        == {"all": 4, "other": 2, "OWS:ALL": 2}
+        == {"all": 5, "other": 3, "OWS:ALL": 2}
 
 
 def test_response_size_and_time(traffic, admin_auth):
     client, _, responses, window = traffic
     sizes = [len(r.content) for r in responses]
     size = metric_rows(client, admin_auth, "response.size", **window)
-    assert weighted(size) == pytest.approx(sum(sizes) / 5, abs=1e-3)
-    assert sum(r["samples_count"] for r in size) == 5
+    assert weighted(size) == pytest.approx(sum(sizes) / 6, abs=1e-3)
+    assert sum(r["samples_count"] for r in size) == 6
     ows = metric_rows(client, admin_auth, "response.size", event_type="OWS:ALL", **window)
     assert weighted(ows) == pytest.approx((sizes[3] + sizes[4]) / 2, abs=1e-3)
     time = metric_rows(client, admin_auth, "response.time", **window)
-    assert sum(r["samples_count"] for r in time) == 5
+    assert sum(r["samples_count"] for r in time) == 6
     for row in time:
         assert 0 < float(row["min"]) <= float(row["val"]) <= float(row["max"]) < 60_000  # ms
     body = envelope_ok(client.get(f"{API}/metric_data/response.time/", params=window, headers=admin_auth))
@@ -171,7 +174,7 @@ def test_alignment_of_a_short_window_with_a_longer_interval(traffic, admin_auth)
         start += dt.timedelta(seconds=300)
     got = [(p["valid_from"], p["valid_to"]) for p in data["data"]]
     assert got == [(a.strftime("%Y-%m-%dT%H:%M:%SZ"), b.strftime("%Y-%m-%dT%H:%M:%SZ")) for a, b in expected]
-    assert sum(float(r["val"]) for p in data["data"] for r in p["data"]) == 5
+    assert sum(float(r["val"]) for p in data["data"] for r in p["data"]) == 6
     # ``last`` is the same window counted back from now; a window under a period is one period.
     last = envelope_ok(client.get(f"{API}/metric_data/request.count/", headers=admin_auth,
                                   params={"last": 120, "interval": 300}))
@@ -183,7 +186,7 @@ def test_alignment_of_a_short_window_with_a_longer_interval(traffic, admin_auth)
     days = envelope_ok(client.get(f"{API}/metric_data/request.count/", headers=admin_auth, params={
         "valid_from": (now - dt.timedelta(days=2)).isoformat(), "valid_to": now.isoformat()}))
     assert days["data"]["interval"] == 3600.0 and len(days["data"]["data"]) in (48, 49)
-    assert sum(float(r["val"]) for p in days["data"]["data"] for r in p["data"]) == 5
+    assert sum(float(r["val"]) for p in days["data"]["data"] for r in p["data"]) == 6
 
 
 @pytest.mark.parametrize(("params", "field"), [
@@ -237,7 +240,8 @@ def test_lists_of_hosts_services_resources_labels(traffic, admin_auth, db):
     assert [r["name"] for r in layers] == [polygons.alternate]
     labels = envelope_ok(client.get(f"{API}/labels/", headers=admin_auth,
                                     params={"metric_name": "request.ua"}))["labels"]
-    assert {label["name"] for label in labels} == {"agent-a", "agent-b", "QGIS/3.34", "OWSLib/0.35"}
+    assert {label["name"] for label in labels} == {"agent-a", "agent-b", "QGIS/3.34", "OWSLib/0.35",
+                                                   "wget/1.21"}
     future = envelope_ok(client.get(f"{API}/labels/", headers=admin_auth, params={
         "metric_name": "request.ua", "valid_from": (utcnow() + dt.timedelta(hours=1)).isoformat()}))
     assert future["labels"] == []

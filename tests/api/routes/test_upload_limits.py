@@ -433,10 +433,10 @@ def test_open_uploads_count_against_the_limit(client, db, ana, admin_auth, tmp_p
     second = fx.post_upload(client, auth, fx.write_points(tmp_path, "second", driver="GeoJSON"))
     assert second.status_code == 200
     # pretend the second import is still running: its record is open, its execution not ended
+    fx.wait_execution(client, auth, second.json()["execution_id"])
     db.expire_all()
     execution = db.scalar(sql_select(ExecutionRequest).where(
         ExecutionRequest.exec_id == second.json()["execution_id"]))
-    fx.wait_execution(client, auth, execution.exec_id)
     upload = db.scalar(sql_select(Upload).where(Upload.exec_id == execution.exec_id))
     upload.state, execution.status = "RUNNING", "running"
     db.commit()
