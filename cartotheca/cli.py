@@ -172,19 +172,21 @@ def _management_command(command) -> click.Command:
 def _run_management(name: str, values: dict) -> None:
     from cartotheca.db.session import make_engine, make_sessionmaker
     from cartotheca.errors import CartothecaError
-    from cartotheca.management.commands import run_now
+    from cartotheca.management.commands import get_command, run_now
 
-    settings = _settings()
-    _prepare(settings, create_admin=False)
-    engine = make_engine(settings)
     try:
-        with make_sessionmaker(engine)() as session:
-            run_now(name, session, settings, values, click.echo)
+        get_command(name).parse([], values)  # refuse bad options before touching the database
+        settings = _settings()
+        _prepare(settings, create_admin=False)
+        engine = make_engine(settings)
+        try:
+            with make_sessionmaker(engine)() as session:
+                run_now(name, session, settings, values, click.echo)
+        finally:
+            engine.dispose()
     except CartothecaError as exc:
         click.echo(f"Error: {exc.message}", err=True)
         sys.exit(1)
-    finally:
-        engine.dispose()
 
 
 def _add_management_commands() -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 from cartotheca.errors import InvalidInput
 from cartotheca.settings import Settings
@@ -31,6 +31,7 @@ MAX_REDIRECTS = 5
 MAX_URL_LENGTH = 2048
 CHUNK = 64 * 1024
 REDIRECTS = (301, 302, 303, 307, 308)
+PRINTABLE = "".join(chr(c) for c in range(0x21, 0x7F))
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # IPv4 addresses reached through a NAT64 gateway
 USER_AGENT = "Cartotheca"
 # getaddrinfo has no timeout of its own; lookups run here so a caller can stop waiting.
@@ -111,8 +112,14 @@ def parse_url(url: str) -> Target:
     if parts.username is not None or parts.password is not None:
         raise URLRefused("URLs with credentials are not accepted")
     scheme = parts.scheme.lower()
+    try:
+        # internationalised names travel as punycode (DNS, the Host header, TLS)
+        host = parts.hostname.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        raise URLRefused("The URL's host name is not valid") from None
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Target(scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80), path)
+    path = quote(path, safe=PRINTABLE)  # non-ASCII characters as UTF-8 percent escapes
+    return Target(scheme, host, port or (443 if scheme == "https" else 80), path)
 
 
 def literal_address(host: str) -> IPAddress | None:

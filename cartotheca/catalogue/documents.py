@@ -206,6 +206,9 @@ def remote_thumbnail_pixels(settings: Settings, url: str, extension: str, size: 
     except InvalidInput as exc:
         log.info("no thumbnail for %s: %s", url, exc.message)
         return None
+    except Exception:  # noqa: BLE001 - a thumbnail is welcome, never a reason to fail
+        log.warning("no thumbnail for %s", url, exc_info=True)
+        return None
     with tempfile.TemporaryDirectory(prefix="cartotheca-doc-") as folder:
         path = Path(folder) / f"remote.{extension}"
         path.write_bytes(fetched.body)

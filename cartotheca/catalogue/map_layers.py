@@ -86,7 +86,11 @@ def plan_layers(session: Session, principal: Principal, settings: Settings,
     visible: dict[int, MapLayer] = {}
     hidden: list[MapLayer] = []
     if resource is not None:
-        rows = session.scalars(select(MapLayer).where(MapLayer.map_id == resource.id)).all()
+        # Concurrent writers of one map's layers take turns (PostgreSQL; SQLite writes are
+        # serialised anyway), and each reads the list the previous one left.
+        session.execute(select(Resource.id).where(Resource.id == resource.id).with_for_update())
+        rows = session.scalars(select(MapLayer).where(MapLayer.map_id == resource.id)
+                               .execution_options(populate_existing=True)).all()
         seen = set(session.scalars(select(MapLayer.id).where(
             MapLayer.map_id == resource.id, visible_layer_clause(principal, settings))))
         visible = {r.id: r for r in rows if r.id in seen}

@@ -19,7 +19,13 @@ from cartotheca.catalogue import geoapps, linked_resources, query
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.map_layers import apply_layers, plan_layers, visible_layer_clause, visible_maps
+from cartotheca.catalogue.map_layers import (
+    apply_layers,
+    plan_layers,
+    update_extent,
+    visible_layer_clause,
+    visible_maps,
+)
 from cartotheca.catalogue.query import Field, FieldMap
 from cartotheca.catalogue.resources import ListContext, Listing
 from cartotheca.db.models import Dataset, Map, MapLayer, Resource
@@ -87,9 +93,9 @@ def layer_views(session: Session, principal: Principal, rows: Sequence[MapLayer]
 def maps_using(session: Session, principal: Principal, settings: Settings,
                dataset: Resource) -> list[Resource]:
     """The maps the principal may view with a layer showing ``dataset``, by title."""
-    users = select(MapLayer.map_id).where(MapLayer.dataset_id == dataset.id)
+    using = select(MapLayer.map_id).where(MapLayer.dataset_id == dataset.id)
     return list(session.scalars(
-        select(Resource).where(Resource.id.in_(users), Resource.resource_type == "map",
+        select(Resource).where(Resource.id.in_(using), Resource.resource_type == "map",
                                perms.visible_to(principal, settings, check_advertised=False))
         .order_by(Resource.title, Resource.id)))
 
@@ -209,9 +215,12 @@ def _suffixes(own: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def copy_layers(session: Session, source: Resource, clone: Resource) -> None:
-    """A copied map gets copies of the source's layers (and the same extent and links)."""
-    rows = session.scalars(select(MapLayer).where(MapLayer.map_id == source.id)).all()
+def copy_layers(session: Session, principal: Principal, settings: Settings, source: Resource,
+                clone: Resource) -> None:
+    """A copied map gets copies of the source's layers the copier may see (a copy must not
+    hand them a layer of someone else's private dataset), its extent and links from those."""
+    rows = session.scalars(select(MapLayer).where(MapLayer.map_id == source.id,
+                                                  visible_layer_clause(principal, settings))).all()
     for row in rows:
         session.add(MapLayer(map_id=clone.id, dataset_id=row.dataset_id, name=row.name,
                              store=row.store, current_style=row.current_style,
@@ -221,8 +230,9 @@ def copy_layers(session: Session, source: Resource, clone: Resource) -> None:
     session.add(Map(resource_id=clone.id, urlsuffix="",
                     featuredurl=own.featuredurl if own is not None else ""))
     session.flush()
-    linked_resources.set_internal_links(
-        session, clone.id, [r.dataset_id for r in rows if r.dataset_id is not None])
+    dataset_ids = [r.dataset_id for r in rows if r.dataset_id is not None]
+    update_extent(session, clone, dataset_ids)
+    linked_resources.set_internal_links(session, clone.id, dataset_ids)
 
 
 # ---------------------------------------------------------------------------------------

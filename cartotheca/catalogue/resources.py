@@ -803,6 +803,6 @@ def copy_resource(session: Session, principal: Principal, settings: Settings, so
     if source.resource_type == "map":
         from cartotheca.catalogue import maps  # a copied map shows the same layers
 
-        maps.copy_layers(session, source, clone)
+        maps.copy_layers(session, principal, settings, source, clone)
     return clone
 

@@ -3,7 +3,7 @@
 One composite render of the map's layers, as a GetMap of all of them would draw it: bottom layer
 first, each in its current style (the dataset's default when the style is gone) at its opacity;
 hidden layers and layers whose dataset was deleted draw nothing. Downloads show only the
-datasets the requester may view; the thumbnail shows every layer the map holds.
+datasets the requester may view; the thumbnail those the map's owner may view.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import links, maps, thumbnails
-from cartotheca.catalogue.auth import Principal
-from cartotheca.db.models import Resource
+from cartotheca.catalogue.accounts import internal_group_ids
+from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
+from cartotheca.db.models import Resource, User
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import render
 from cartotheca.settings import Settings
@@ -68,7 +69,7 @@ def draw_thumbnail(session: Session, settings: Settings, resource: Resource) -> 
     if resource.thumbnail_url and not thumbnails.is_own_url(settings, resource.thumbnail_url,
                                                              resource.uuid):
         return False
-    specs = layer_specs(session, resource)
+    specs = layer_specs(session, resource, _owner(session, settings, resource), settings)
     if not specs:
         return False
     width, height = settings.THUMBNAIL_SIZE[:2]
@@ -76,6 +77,13 @@ def draw_thumbnail(session: Session, settings: Settings, resource: Resource) -> 
     png = render.render_image(settings, specs, fit_box(box, width, height), srs, width, height)
     thumbnails.write_thumbnail(settings, resource, png)
     return True
+
+
+def _owner(session: Session, settings: Settings, resource: Resource) -> Principal:
+    """The map's owner as a requester: a thumbnail (seen by all who may view the map) shows
+    the layers its owner may view, never a dataset that became private to someone else."""
+    groups = InternalGroups(*internal_group_ids(session, settings))
+    return principal_for(session, session.get(User, resource.owner_id), groups, "thumbnail")
 
 
 def redraw_thumbnails(session: Session, settings: Settings, map_ids: Iterable[int]) -> None:

@@ -250,3 +250,9 @@ def test_headers_trickled_a_byte_at_a_time_meet_the_deadline(server, tmp_path):
     with pytest.raises(net.FetchFailed, match="too long"):
         net.fetch(f"{server}/trickle", settings, max_bytes=100_000, policy=only_loopback)
     assert time.monotonic() - started < 2.0
+
+
+def test_international_names_and_paths_are_encoded():
+    target = net.parse_url("https://Bücher.example/Karte é.pdf?q=ü".replace(" ", "%20"))
+    assert target.host == "xn--bcher-kva.example" and target.port == 443
+    assert target.path == "/Karte%20%C3%A9.pdf?q=%C3%BC"

@@ -111,7 +111,7 @@ def test_map_commands(ctl, db, api, datasets, tmp_path):  # noqa: F811
     assert ctl("maps", "describe", pk, expect=None).returncode == 1
 
 
-def test_create_refuses_a_missing_dataset(ctl, db, datasets):
+def test_create_refuses_a_missing_dataset(ctl, db, datasets):  # noqa: F811
     run = ctl("maps", "create", "--title", "Broken", "--maplayers", str(datasets[0].id), "999999",
               expect=None)
     assert run.returncode != 0

@@ -407,6 +407,48 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
         (layer["name"], layer["order"]) for layer in record["maplayers"]]
     assert {layer["pk"] for layer in copied}.isdisjoint({layer["pk"] for layer in record["maplayers"]})
     assert db.get(Map, clone.id) is not None
+    # someone else's copy leaves out the layers of datasets they may not view
+    make_private(db, settings, datasets["overlay"])
+    other = make_user(db, "copier")
+    copier = principal_for(db, other, InternalGroups(*groups), "test")
+    theirs = catalogue.copy_resource(db, copier, settings, source, {"title": "Their copy"})
+    db.commit()
+    assert [layer["name"] for layer in layers_of(client, theirs.id, basic("copier", PASSWORD))] == [
+        datasets["quadrants"].alternate, datasets["stations"].alternate]
+    assert db.scalar(select(func.count()).select_from(MapLayer).where(MapLayer.map_id == theirs.id)) == 2
+
+
+def test_thumbnail_shows_what_the_owner_may_view(client, db, settings, owner_auth, datasets, tmp_path):
+    from cartotheca.ows.map_images import fit_box
+
+    lender = make_user(db, "lender")
+    lent = publish_file(db, settings, lender, write_square(tmp_path, "lent", OVERLAY_BOUNDS),
+                        title="Lent", sld=solid_sld("lent", "#00ffff"))
+    record = create(client, owner_auth, "Borrowed", [{"dataset": datasets["quadrants"].id},
+                                                     {"dataset": lent.id}])
+    width, height = settings.THUMBNAIL_SIZE[:2]
+
+    def thumbnail_colour(lon, lat):
+        picture = pixels(client.get(f"/thumbnails/{record['uuid']}.png").content)
+        ring = record["bbox_polygon"]["coordinates"][0]
+        box = fit_box((min(p[0] for p in ring), min(p[1] for p in ring), max(p[0] for p in ring),
+                       max(p[1] for p in ring)), width, height)
+        x, y = to_mercator(lon, lat)
+        column = int((x - box[0]) / (box[2] - box[0]) * width)
+        row = int((box[3] - y) / (box[3] - box[1]) * height)
+        return tuple(int(v) for v in picture[row, column][:3])
+
+    assert thumbnail_colour(7.0, 52.0) == CYAN
+    make_private(db, settings, lent)
+    first = record["maplayers"][0]
+    response = client.patch(f"/api/v2/maps/{record['pk']}", headers=owner_auth,
+                            json={"maplayers": [{"pk": first["pk"], "opacity": 1.0}]})
+    assert response.status_code == 200, response.text
+    assert thumbnail_colour(7.0, 52.0) == RED  # the lent square is no longer the owner's to show
+    assert thumbnail_colour(18.0, 58.0) == GREEN
+    owner_view = layers_of(client, record["pk"], owner_auth)
+    assert [layer["name"] for layer in owner_view] == [datasets["quadrants"].alternate]
+    assert db.scalar(select(func.count()).select_from(MapLayer)) == 2  # the hidden layer is kept
 
 
 # -- the legacy layers collection ----------------------------------------------------------
@@ -516,6 +558,8 @@ def test_extent_without_layers_is_the_mercator_world(client, owner_auth):
     assert max(p[1] for p in ring) == pytest.approx(20037508.342789244)
     assert math.isclose(client.get(f"/api/v2/maps/{record['pk']}").json()["map"]["extent"]["coords"][0],
                         -180.0)
+    empty = pixels(image(client, record["pk"]).content)
+    assert empty.shape[:2] == (550, 550) and not (empty[..., 3] > 0).any()
 
 
 def test_domain_thumbnail_failure_does_not_fail_the_save(client, db, settings, owner_auth, datasets):
