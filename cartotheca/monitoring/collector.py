@@ -149,6 +149,8 @@ class Collector:
     def _aggregate_service(self, service_id: int, until: dt.datetime) -> list:
         with self.sessions() as session:
             service = session.get(MonitoredService, service_id)
+            if service is None:  # removed since the cycle began
+                return []
             interval = service.check_interval
             start = service.last_check or session.scalar(
                 select(func.min(RequestEvent.received)).where(RequestEvent.service_id == service_id))

@@ -16,7 +16,7 @@ from cartotheca.api.deps import app_state, get_principal, get_settings
 from cartotheca.catalogue.datasets import get_dataset
 from cartotheca.ows import tiles
 
-router = APIRouter(tags=["tiles"])
+router = APIRouter(tags=["tiles"], include_in_schema=False)  # map-server paths, not API v2
 
 
 @router.get("/tiles/{alternate}/{z:int}/{x:int}/{y:int}.{ext}")
