@@ -149,6 +149,7 @@ def _store(session: Session, settings: Settings, resource: Resource, document: D
     folder = (documents_root(settings) / resource.uuid).resolve()
     folder.mkdir(parents=True, exist_ok=False)
     target = folder / file_name
+    on_rollback(session, lambda: _remove_folder(target))  # before the move: a half move goes too
     digest = hashlib.sha256()
     with staged.open("rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -156,7 +157,6 @@ def _store(session: Session, settings: Settings, resource: Resource, document: D
     shutil.move(str(staged), target)
     document.file_path, document.file_name = str(target), file_name
     document.file_size, document.sha256 = target.stat().st_size, digest.hexdigest()
-    on_rollback(session, lambda: _remove_folder(target))
 
 
 def _remove_folder(file_path: Path) -> None:
@@ -298,10 +298,10 @@ def copy_document(session: Session, settings: Settings, source: Resource, clone:
         folder = (documents_root(settings) / clone.uuid).resolve()
         folder.mkdir(parents=True, exist_ok=False)
         target = folder / (original.file_name or Path(original.file_path).name)
+        on_rollback(session, lambda: _remove_folder(target))
         shutil.copyfile(original.file_path, target)
         document.file_path, document.file_name = str(target), target.name
         document.file_size, document.sha256 = original.file_size, original.sha256
-        on_rollback(session, lambda: _remove_folder(target))
     session.add(document)
     session.flush()
 

@@ -130,7 +130,17 @@ def stop_job(session: Session, job: ManagementCommandJob) -> None:
         .values(status=FINISHED, outcome=REVOKED, end_time=now, stop_requested=now, modified_at=now,
                 output_message="Stopped before it started.")
     )
-    if ended.rowcount == 0:
+    if ended.rowcount:
+        return
+    execution_ended = select(ExecutionRequest.id).where(
+        ExecutionRequest.exec_id == Job.celery_result_id, ExecutionRequest.status.in_(("finished", "failed")))
+    # A job whose execution ended without finishing it (its worker was lost for good) ends now.
+    orphan = session.execute(
+        update(Job).where(Job.id == job.id, Job.status == STARTED, execution_ended.exists())
+        .values(status=FINISHED, outcome=REVOKED, end_time=now, stop_requested=now, modified_at=now,
+                output_message="Stopped: its worker was lost.")
+    )
+    if orphan.rowcount == 0:
         session.execute(update(Job).where(Job.id == job.id, Job.status == STARTED,
                                           Job.stop_requested.is_(None))
                         .values(stop_requested=now, modified_at=now))
@@ -209,8 +219,9 @@ def run_job(ctx: JobContext) -> dict[str, Any]:
     """Run the job of this execution: STARTED, the command with its checkpoints, FINISHED."""
     job_id = ctx.params["job_id"]
     bind = ctx.session.get_bind()
-    if not _set(bind, job_id, Job.status == QUEUED, status=STARTED, start_time=utcnow()):
-        return {"output": {"job_id": job_id, "outcome": REVOKED}}  # stopped while queued
+    # STARTED too: the engine runs an execution again when its worker was lost mid-run.
+    if not _set(bind, job_id, Job.status.in_((QUEUED, STARTED)), status=STARTED, start_time=utcnow()):
+        return {"output": {"job_id": job_id, "outcome": REVOKED}}  # stopped before it ran
     job = ctx.session.get(Job, job_id)
     command = COMMANDS[job.command]
     lines: list[str] = []

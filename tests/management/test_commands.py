@@ -22,27 +22,19 @@ from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from tests.factories import make_resource, make_user
 from tests.geodata import fixtures as fx
-from tests.tasks.conftest import broker_url, spawn, worker_id_number  # noqa: F401  (fixtures)
+from tests.tasks.conftest import spawn  # noqa: F401  (a fixture)
 
 BASE = "/api/v2/management"
 
 
 @pytest.fixture(params=["inprocess", "celery"])
-def worker_client(request, make_app, settings):
+def worker_client(request, make_app):
     """A client whose jobs run on the in-process worker or on a Celery worker process."""
     if request.param == "inprocess":
         app = make_app(TASK_BACKEND="inprocess")
     else:
-        broker = request.getfixturevalue("broker_url")
-        env = {"CARTOTHECA_TASK_BACKEND": "celery", "CARTOTHECA_CELERY_BROKER_URL": broker,
-               "CARTOTHECA_STORAGE_BACKEND": settings.STORAGE_BACKEND, "CARTOTHECA_SITEURL": settings.SITEURL}
-        if settings.DATASTORE_URL:
-            env["CARTOTHECA_DATASTORE_URL"] = settings.DATASTORE_URL
-        request.getfixturevalue("spawn")(["worker", "--concurrency", "2", "--loglevel", "warning"],
-                                         **env).start()
-        app = make_app(TASK_BACKEND="celery", CELERY_BROKER_URL=broker)
+        app = make_app(TASK_BACKEND="celery", CELERY_BROKER_URL=request.getfixturevalue("celery_broker"))
     with TestClient(app) as client:
-        client.backend = request.param
         yield client
 
 
@@ -199,12 +191,20 @@ def test_sync_datasets_reports_a_dataset_whose_data_is_gone(worker_client, db, s
 
 
 @pytest.fixture
-def slow_worker_client(request, make_app, settings):
-    """Like ``worker_client`` with every job step stretched to 1 s, so a stop lands mid-run."""
+def slow_worker_client(request, make_app, worker_id_number):
+    """Like ``worker_client`` with every job step stretched to 1 s, so a stop lands mid-run.
+    The slow Celery worker has a Redis database of its own (the shared worker's is another)."""
     if request.param == "inprocess":
         app = make_app(TASK_BACKEND="inprocess", EXECUTION_STEP_DELAY=1.0)
     else:
-        broker = request.getfixturevalue("broker_url")
+        import redis
+
+        from tests.tasks.conftest import REDIS_HOST, REDIS_PORT, redis_available
+
+        if not redis_available():
+            pytest.skip("Redis not reachable")
+        broker = f"redis://{REDIS_HOST}:{REDIS_PORT}/{(worker_id_number + 7) % 15 + 1}"
+        redis.Redis.from_url(broker).flushdb()
         request.getfixturevalue("spawn")(
             ["worker", "--concurrency", "2", "--loglevel", "warning"],
             CARTOTHECA_TASK_BACKEND="celery", CARTOTHECA_CELERY_BROKER_URL=broker,

@@ -142,15 +142,25 @@ def _serve(document_id: str, db, principal, settings, disposition: str) -> Respo
                         content_disposition_type=disposition)
 
 
-@router.api_route("/documents/{document_id}/download", methods=["GET", "HEAD"], tags=["documents"],
-                  summary="Download a document's original file (Range requests work)")
-@router.api_route("/documents/{document_id}/download/", methods=["GET", "HEAD"], include_in_schema=False)
+def _also(path: str):
+    """HEAD and the trailing-slash form of a GET route, kept out of the schema (one operation
+    per path and method there)."""
+    def register(view):
+        router.head(path, include_in_schema=False)(view)
+        router.api_route(path + "/", methods=["GET", "HEAD"], include_in_schema=False)(view)
+        return view
+    return register
+
+
+@_also("/documents/{document_id}/download")
+@router.get("/documents/{document_id}/download", tags=["documents"],
+            summary="Download a document's original file (Range requests work)")
 def download(document_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
     return _serve(document_id, db, principal, settings, "attachment")
 
 
-@router.api_route("/documents/{document_id}/link", methods=["GET", "HEAD"], tags=["documents"],
-                  summary="A document's file for viewing in the browser (the record's href)")
-@router.api_route("/documents/{document_id}/link/", methods=["GET", "HEAD"], include_in_schema=False)
+@_also("/documents/{document_id}/link")
+@router.get("/documents/{document_id}/link", tags=["documents"],
+            summary="A document's file for viewing in the browser (the record's href)")
 def view(document_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
     return _serve(document_id, db, principal, settings, "inline")

@@ -342,16 +342,19 @@ def test_a_refused_delete_keeps_the_file(client, db, ana):
     assert path.read_bytes() == b"keep me"
 
 
-def test_copy_gets_its_own_file(client, db, ana):
+def test_copy_gets_its_own_file(client, db, settings, ana):
     from tests.api.routes.test_permissions_and_executions import wait
 
     pk = int(upload(client, ana, "original.pdf", SAMPLES["pdf"]).json()["document"]["pk"])
+    before = stored_files(settings)
     done = wait(client, client.put(f"/api/v2/resources/{pk}/copy", headers=ana), ana)
     assert done["status"] == "finished", done
     copy_id = done["output_params"]["resources"][0]["id"]
     db.rollback()
     original, copy = db.get(Document, pk), db.get(Document, copy_id)
     assert copy.file_path != original.file_path and Path(copy.file_path).is_file()
+    # the route's trial copy (checked, then rolled back) left no file: only the job's copy is new
+    assert stored_files(settings) - before == {Path(copy.file_path)}
     assert client.get(f"/documents/{copy_id}/download", headers=ana).content == SAMPLES["pdf"]
     assert client.delete(f"/api/v2/documents/{copy_id}", headers=ana).status_code == 204
     assert Path(original.file_path).is_file()

@@ -287,3 +287,36 @@ def test_stop_a_running_job(make_app, db, admin_auth):
         meta = client.get(f"{BASE}/jobs/{job['id']}/status", headers=admin_auth).json()["celery_task_meta"]
         assert meta["status"] == "REVOKED"
     assert old in executions(db)  # nothing was purged
+
+
+def _job_with_execution(client, db, admin_auth, execution_status: str) -> tuple[dict, ManagementCommandJob]:
+    """A job that was STARTED by an execution now in ``execution_status`` (its worker died)."""
+    job = client.post(f"{BASE}/commands/send_notifications", headers=admin_auth,
+                      json={"autostart": False}).json()["data"]
+    execution = ExecutionRequest(func_name="management_command", action="unknown", status=execution_status,
+                                 input_params={"job_id": job["id"]}, output_params={}, attempts=1)
+    db.add(execution)
+    db.flush()
+    row = db.get(ManagementCommandJob, job["id"])
+    row.status, row.celery_result_id, row.start_time = "STARTED", execution.exec_id, utcnow()
+    db.commit()
+    return job, row
+
+
+def test_a_job_whose_worker_died_is_run_again(app, client, db, admin_auth):
+    """The engine retries an execution whose worker was lost: the STARTED job runs to its end."""
+    job, row = _job_with_execution(client, db, admin_auth, "ready")
+    # the app's worker threads may pick the ready execution up first; either way it runs once
+    app.state.cartotheca.tasks.run(row.celery_result_id)
+    wait_job(client, admin_auth, job["id"])
+    done = client.get(f"{BASE}/jobs/{job['id']}/status", headers=admin_auth).json()
+    assert done["status"] == "FINISHED" and done["celery_task_meta"]["status"] == "SUCCESS"
+    assert done["output_message"].startswith("No notification outbox")
+
+
+def test_stopping_a_job_whose_worker_was_lost_for_good(client, db, admin_auth):
+    job, _ = _job_with_execution(client, db, admin_auth, "failed")
+    stopped = client.patch(f"{BASE}/jobs/{job['id']}/stop", headers=admin_auth).json()["data"]
+    assert stopped["status"] == "FINISHED" and stopped["output_message"] == "Stopped: its worker was lost."
+    meta = client.get(f"{BASE}/jobs/{job['id']}/status", headers=admin_auth).json()["celery_task_meta"]
+    assert meta["status"] == "REVOKED"
