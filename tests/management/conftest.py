@@ -41,8 +41,22 @@ def celery_broker(request, make_settings, database_url, data_dir, tmp_path_facto
     log = tmp_path_factory.mktemp("celery-worker") / "worker.log"
     worker = Process(["worker", "--concurrency", "2", "--loglevel", "warning"], env, log).start()
     try:
+        wait_until_ready(url, worker)
         yield url
     finally:
         worker.stop()
         client.flushdb()
         client.close()
+
+
+def wait_until_ready(url: str, worker: Process, timeout: float = 180.0) -> None:
+    """Until the worker answers a ping: a loaded machine takes a while to start one."""
+    import time
+
+    from cartotheca.tasks.backends.celery import make_celery
+
+    control = make_celery(url).control
+    deadline = time.monotonic() + timeout
+    while not control.ping(timeout=1.0):
+        if worker.proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"the Celery worker did not start:\n{worker.log()[-2000:]}")
