@@ -1,7 +1,8 @@
 """cartotheca.monitoring.hosts: CPU, memory, disks and network of this host through psutil.
 
-Rates need two readings: the sampler keeps the previous counters in memory, so a process's
-first sample has levels but no rates (GeoNode reads the previous value back instead).
+Rates need two readings: the sampler keeps the previous counters in memory (taken when it
+starts), so rates appear from the first sample a second or more later (GeoNode reads the
+previous value back from the database instead).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import psutil
 
 from cartotheca.monitoring import definitions as d
 
+MIN_RATE_WINDOW = 1.0  # seconds
 # File systems that are not storage worth watching
 PSEUDO_FS = {"squashfs", "tmpfs", "devtmpfs", "overlay", "proc", "sysfs", "cgroup", "cgroup2"}
 
@@ -43,8 +45,11 @@ class HostSampler:
     def sample(self) -> list[tuple[str, str, float]]:
         current = read_counters()
         out = _levels()
-        out += _rates(self.previous, current)
-        self.previous = current
+        # Counters tick in hundredths of a second: over a shorter window a rate is mostly
+        # rounding, so the earlier reading is kept until a second has passed.
+        if current.at - self.previous.at >= MIN_RATE_WINDOW:
+            out += _rates(self.previous, current)
+            self.previous = current
         return out
 
 

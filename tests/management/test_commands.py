@@ -22,6 +22,7 @@ from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from tests.factories import make_resource, make_user
 from tests.geodata import fixtures as fx
+from tests.management.conftest import redis_database
 from tests.tasks.conftest import spawn  # noqa: F401  (a fixture)
 
 BASE = "/api/v2/management"
@@ -191,7 +192,7 @@ def test_sync_datasets_reports_a_dataset_whose_data_is_gone(worker_client, db, s
 
 
 @pytest.fixture
-def slow_worker_client(request, make_app, worker_id_number):
+def slow_worker_client(request, make_app):
     """Like ``worker_client`` with every job step stretched to 1 s, so a stop lands mid-run.
     The slow Celery worker has a Redis database of its own (the shared worker's is another)."""
     if request.param == "inprocess":
@@ -203,7 +204,7 @@ def slow_worker_client(request, make_app, worker_id_number):
 
         if not redis_available():
             pytest.skip("Redis not reachable")
-        broker = f"redis://{REDIS_HOST}:{REDIS_PORT}/{(worker_id_number + 7) % 15 + 1}"
+        broker = f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_database(request, 'own')}"
         redis.Redis.from_url(broker).flushdb()
         request.getfixturevalue("spawn")(
             ["worker", "--concurrency", "2", "--loglevel", "warning"],
