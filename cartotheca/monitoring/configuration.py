@@ -72,6 +72,10 @@ def ensure_configured(session: Session, settings: Settings) -> ServiceSet:
         select(MonitoredService).where(MonitoredService.name.in_(names.values())))}
     if set(rows) != set(names):
         rows = autoconfigure(session, settings, resolve=False)
+    for service in rows.values():
+        # The collection period follows the settings (the same in every process).
+        if service.check_interval != settings.MONITORING_COLLECTION_INTERVAL:
+            service.check_interval = settings.MONITORING_COLLECTION_INTERVAL
     return ServiceSet(rows[d.CORE].id, rows[d.MAPSERVER].id, rows[d.HOSTCORE].id,
                       settings.MONITORING_COLLECTION_INTERVAL)
 

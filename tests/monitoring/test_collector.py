@@ -4,8 +4,10 @@ scale-out with a Celery beat, and expiry."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import threading
 import time
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -26,7 +28,32 @@ from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.monitoring.collector import COLLECTOR_NAME, Collector
 from cartotheca.monitoring.periods import align_end, align_start
 from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
-from tests.tasks.conftest import broker_url, spawn, worker_id_number  # noqa: F401  (fixtures)
+from tests.tasks.conftest import (  # noqa: F401  (spawn, worker_id_number: fixtures)
+    REDIS_HOST,
+    REDIS_PORT,
+    redis_available,
+    spawn,
+    worker_id_number,
+)
+
+
+@pytest.fixture
+def beat_broker(worker_id_number) -> Iterator[str]:  # noqa: F811
+    """A Redis database of its own (7 down to 5; the execution tests use 1 + worker number and
+    the management tests 8-15), so workers of other suites sharing the Redis never take the
+    beat's tasks."""
+    if not redis_available():
+        if os.environ.get("CI"):
+            pytest.fail("Redis is not reachable at 127.0.0.1:6379 but CI requires it")
+        pytest.skip("Redis not reachable")
+    import redis
+
+    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{7 - (worker_id_number - 1) % 3}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    yield url
+    client.flushdb()
+    client.close()
 
 
 def values(db, metric: str, service_type: str | None = None, label: str | None = None,
@@ -131,7 +158,8 @@ def test_the_background_thread_writes_and_collects(make_app, db):
     assert db.scalar(select(func.count()).select_from(CollectionClaim)) >= 1
 
 
-def test_scale_out_a_celery_beat_collects_for_every_server(make_app, db, spawn, broker_url):  # noqa: F811
+def test_scale_out_a_celery_beat_collects_for_every_server(make_app, db, spawn, beat_broker):  # noqa: F811
+    broker_url = beat_broker
     fast = {"CARTOTHECA_MONITORING_COLLECTION_INTERVAL": "1", "CARTOTHECA_MONITORING_FLUSH_INTERVAL": "0.2"}
     worker = spawn(["worker", "--beat", "--concurrency", "1", "--loglevel", "warning"],
                    CARTOTHECA_TASK_BACKEND="celery", CARTOTHECA_CELERY_BROKER_URL=broker_url, **fast)
