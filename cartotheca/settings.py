@@ -131,11 +131,23 @@ class Settings(BaseSettings):
     # Catalogue metadata (CSW at /catalogue/csw)
     CSW_MAX_RECORDS: int = 100  # records of a GetRecords answer when the client asks none or more
 
+    # Harvesters: remote GeoNode, WMS and CSW services copied into the catalogue
+    # CIDR blocks (JSON list) harvesters may reach although they are loopback, private or
+    # link-local; empty: only public addresses. Hosts must also be in PROXY_ALLOWED_HOSTS.
+    HARVESTER_ALLOWED_PRIVATE_NETWORKS: list[str] = Field(default_factory=list)
+    HARVESTER_MAX_RESPONSE_BYTES: int = 20971520  # largest answer read from a remote service
+    HARVESTER_PAGE_SIZE: int = 100  # records asked for per request to a remote catalogue
+    HARVESTER_MAX_RECORDS: int = 10000  # records listed from one remote at most
+    HARVESTING_SCHEDULER_INTERVAL: float = 60.0  # seconds between looks for due scheduled runs
+
     # Events (spec §6)
     CHAT_ENABLED: bool = False
     CHAT_WEBHOOK_URLS: list[str] = Field(default_factory=list)
     PINAX_NOTIFICATIONS_BACKENDS: list[str] = Field(default_factory=lambda: ["email"])
     PINAX_NOTIFICATIONS_QUEUE_ALL: bool = False
+    NOTIFICATIONS_MAX_ATTEMPTS: int = 5  # tries of one delivery before it is given up
+    NOTIFICATIONS_RETRY_BASE_SECONDS: float = 30.0  # first retry delay; doubles on each try
+    NOTIFICATIONS_POLL_SECONDS: float = 30.0  # how often the delivery thread looks for due retries
 
     # Execution engine: "inprocess" (worker threads in the server) or "celery" (cartotheca worker)
     TASK_BACKEND: str = "inprocess"

@@ -11,8 +11,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cartotheca import __version__
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
-from cartotheca.catalogue import accounts
+from cartotheca.catalogue import accounts, events
 from cartotheca.catalogue.auth import InternalGroups
+from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.monitoring.capture import CaptureMiddleware
@@ -65,6 +66,18 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     async def lifespan(_app: FastAPI):
         # Worker threads (or the Celery producer) live as long as the served app.
         backend = start_backend(tasks)
+        # Notices are delivered by this process's thread, or by the Celery workers (scale-out).
+        notifier = events.Dispatcher(settings) if settings.TASK_BACKEND != "celery" else None
+        wake_workers = getattr(backend, "request_notifications", None) if notifier is None else None
+        if notifier is not None:
+            notifier.start()
+        elif wake_workers is not None:
+            events.add_waker(wake_workers)
+        # Scheduled harvests: this process's thread, or a Celery beat task (scale-out).
+        scheduler = Scheduler(settings, sessions, tasks.dispatch) \
+            if settings.TASK_BACKEND != "celery" else None
+        if scheduler is not None:
+            scheduler.start()
         if monitor is not None:
             # With Celery a beat task runs the collection cycle once for every process.
             monitor.start(aggregate=settings.TASK_BACKEND != "celery")
@@ -73,6 +86,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         finally:
             if monitor is not None:
                 monitor.stop()
+            if notifier is not None:
+                notifier.stop()
+            if scheduler is not None:
+                scheduler.stop()
+            if wake_workers is not None:
+                events.remove_waker(wake_workers)
             backend.shutdown()
             tasks.backend = None
 
@@ -116,6 +135,7 @@ def include_routers(app: FastAPI) -> None:
         executions,
         geoapps,
         groups,
+        harvesters,
         management,
         mapclient,
         maps,
@@ -141,7 +161,7 @@ def include_routers(app: FastAPI) -> None:
     for module in (tiles, ows, discovery, resource_operations, resource_extras, datasets, documents,
                    geoapps, maps, uploads, resources, executions, users, groups, reference, auth,
                    downloads, styles, thumbnails, csw, metadata, monitoring, mapclient, upload_limits,
-                   management):
+                   management, harvesters):
         app.include_router(module.router)
 
 

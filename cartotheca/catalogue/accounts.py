@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session, contains_eager
 
+from cartotheca.catalogue import events, query
 from cartotheca.catalogue import permissions as perms
-from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import (
     Principal,
     check_password,
@@ -294,13 +294,16 @@ def register_user(session: Session, principal: Principal, settings: Settings,
     if password not in (None, "") or not staff:
         validate_password(password, (username, email or ""))
     names = {k: _text(data, k, 150) or "" for k in ("first_name", "last_name")}
-    return create_user(
+    user = create_user(
         session, username=username, password=password or None, email=email or "",
         avatar=_avatar(data), **names,
         is_staff=staff and _flag(data, "is_staff"),
         is_superuser=principal.is_superuser and _flag(data, "is_superuser"),
         is_active=staff or not settings.ACCOUNT_APPROVAL_REQUIRED,
     )
+    if not user.is_active:
+        events.record(session, events.ACCOUNT_REQUESTED, user=user)
+    return user
 
 
 
@@ -354,7 +357,10 @@ def update_user(session: Session, principal: Principal, settings: Settings, user
     if principal.is_superuser and "is_superuser" in data:
         user.is_superuser = _flag(data, "is_superuser")
     if principal.is_staff and "is_active" in data and user.id != principal.id:
+        approved = not user.is_active and _flag(data, "is_active")
         user.is_active = _flag(data, "is_active")
+        if approved and settings.ACCOUNT_APPROVAL_REQUIRED:
+            events.record(session, events.ACCOUNT_APPROVED, actor=principal, user=user)
     if data.get("password") not in (None, ""):
         password = validate_password(data["password"], (user.username, user.email))
         user.password = hash_password(password)

@@ -24,9 +24,9 @@ from sqlalchemy.orm import Session
 
 from cartotheca import net
 from cartotheca.catalogue import document_content as content
+from cartotheca.catalogue import events, thumbnails
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue import thumbnails
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import Document, Resource
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound
@@ -114,6 +114,7 @@ def create_document(session: Session, principal: Principal, settings: Settings,
     session.add(document)
     session.flush()
     _thumbnail(session, settings, resource, document)
+    events.record(session, events.DOCUMENT_UPLOADED, resource=resource, actor=principal)
     return resource
 
 

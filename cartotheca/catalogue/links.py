@@ -105,10 +105,32 @@ def resource_links(site: str, resource: Any) -> list[Link]:
         links += dataset_links(site, resource)
     elif resource.resource_type == "map":
         links += map_links(site, resource)
+    links += remote_links(resource)
     thumbnail = thumbnail_url(site, resource)
     if thumbnail:
         links.append(Link("png", "image", "Thumbnail", "image/png", thumbnail))
     return links
+
+
+def remote_links(resource: Any) -> list[Link]:
+    """A harvested resource's links on its remote (its OWS endpoint, downloads), kept by the
+    harvester in ``blob["remote"]``; the data is not here, so no local link is made for it."""
+    if resource.sourcetype != "REMOTE" or not isinstance(resource.blob, dict):
+        return []
+    remote = resource.blob.get("remote")
+    items = remote.get("links") if isinstance(remote, dict) else None
+    fields = ("extension", "link_type", "name", "mime", "url")
+    return [Link(*(str(item.get(f) or "") for f in fields)) for item in items or []
+            if isinstance(item, dict) and item.get("url")]
+
+
+def remote_ows_url(resource: Any) -> str | None:
+    """The OWS endpoint a harvested dataset is served from (None for every other resource)."""
+    if resource.sourcetype != "REMOTE" or not isinstance(resource.blob, dict):
+        return None
+    remote = resource.blob.get("remote")
+    url = remote.get("ows_url") if isinstance(remote, dict) else None
+    return url if isinstance(url, str) and url else None
 
 
 def thumbnail_url(site: str, resource: Any) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session, selectinload
 
-from cartotheca.catalogue import dataset_records
+from cartotheca.catalogue import dataset_records, events
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.dataset_records import Plan
@@ -195,6 +195,7 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
         report("thumbnails", 90.0)
         for item, resource in zip(plans, resources, strict=True):
             _thumbnail(session, settings, resource, item, on_stored, journal)
+            events.record(session, events.DATASET_PUBLISHED, resource=resource, actor=principal)
         return resources
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -11,8 +11,8 @@ from sqlalchemy import ColumnElement, Select, and_, column, delete, func, or_, s
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from cartotheca.catalogue import events, query
 from cartotheca.catalogue import permissions as perms
-from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap
 from cartotheca.db.base import utcnow
@@ -661,6 +661,7 @@ def patch_resource(session: Session, principal: Principal, settings: Settings,
     require(session, principal, resource, perms.CHANGE_METADATA)
     Writer(session, principal, settings, current).apply(resource, data)
     session.flush()
+    events.record(session, events.METADATA_UPDATED, resource=resource, actor=principal)
     # The writer sets foreign keys; sessions keep objects after commit, so the loaded related
     # objects would still show the old category/license until expired here.
     session.expire(resource, TO_ONE)
@@ -675,6 +676,10 @@ def delete_resources(session: Session, principal: Principal, resources: Sequence
         from cartotheca.catalogue import documents  # their stored files go after the commit
 
         documents.forget_files(session, ids)
+        fans = events.favourite_user_ids(session, ids)
+        for resource in resources:
+            events.record(session, events.RESOURCE_DELETED, resource=resource, actor=principal,
+                          notify_user_ids=fans.get(resource.id, ()))
         session.execute(delete(Resource).where(Resource.id.in_(ids)))
     return len(ids)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from cartotheca import mail
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     MetricNotificationCheck,
@@ -26,7 +27,6 @@ from cartotheca.db.models import (
     NotificationMetricDefinition,
 )
 from cartotheca.monitoring import definitions as d
-from cartotheca.monitoring import mail
 from cartotheca.monitoring.notifications import check_view
 from cartotheca.settings import Settings
 

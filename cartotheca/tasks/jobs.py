@@ -6,10 +6,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from cartotheca.catalogue import permission_specs, publishing, uploads
+from cartotheca.catalogue import events, permission_specs, publishing, uploads
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
+from cartotheca.catalogue.harvesting import runs as harvesting
 from cartotheca.db.models import Resource, Upload, User
 from cartotheca.errors import CartothecaError, InvalidInput, NotFound
 from cartotheca.geodata.ingest import IngestOptions
@@ -35,6 +36,10 @@ def _principal(ctx: JobContext) -> Principal:
     return principal_for(ctx.session, user, InternalGroups(anonymous_id, registered_id), "job")
 
 
+def _actor(ctx: JobContext) -> User | None:
+    return ctx.session.get(User, ctx.execution.user_id) if ctx.execution.user_id else None
+
+
 def _summary(ctx: JobContext, resource: Resource) -> dict[str, Any]:
     site = ctx.settings.site_base
     return {
@@ -50,6 +55,7 @@ def set_permissions(ctx: JobContext) -> dict[str, Any]:
     ctx.step("apply permissions")
     spec = permission_specs.Spec.from_input(ctx.params.get("spec", {}))
     permission_specs.apply(ctx.session, resource, spec, ctx.params.get("mode", "replace"))
+    events.record(ctx.session, events.PERMISSIONS_CHANGED, resource=resource, actor=_actor(ctx))
     return {"output": {"uuid": resource.uuid}}
 
 
@@ -57,6 +63,7 @@ def remove_permissions(ctx: JobContext) -> dict[str, Any]:
     resource = _resource(ctx)
     ctx.step("remove permissions")
     permission_specs.apply(ctx.session, resource, permission_specs.Spec(), "remove")
+    events.record(ctx.session, events.PERMISSIONS_CHANGED, resource=resource, actor=_actor(ctx))
     return {"output": {"uuid": resource.uuid}}
 
 
@@ -163,6 +170,24 @@ def _upload_summary(ctx: JobContext, resources: list[Resource]) -> dict[str, Any
     }
 
 
+def harvester_check_availability(ctx: JobContext) -> dict[str, Any]:
+    ctx.step("check availability")
+    return harvesting.check_availability(ctx.session, ctx.settings, ctx.params["harvester_id"])
+
+
+def harvester_refresh(ctx: JobContext) -> dict[str, Any]:
+    """Commits as it goes (see catalogue.harvesting.runs), like every harvester action."""
+    ctx.step("list remote resources")
+    return harvesting.refresh(ctx.session, ctx.settings, ctx.params["harvester_id"],
+                              ctx.params.get("session_id"), ctx.step)
+
+
+def harvester_harvest(ctx: JobContext) -> dict[str, Any]:
+    ctx.step("list remote resources")
+    return harvesting.harvest(ctx.session, ctx.settings, ctx.params["harvester_id"],
+                              ctx.params.get("session_id"), ctx.step)
+
+
 JOBS: dict[str, Job] = {
     "set_permissions": set_permissions,
     "remove_permissions": remove_permissions,
@@ -173,4 +198,7 @@ JOBS: dict[str, Job] = {
     "ingest": ingest,
     "import_upload": import_upload,
     "management_command": management_command,
+    "harvester_check_availability": harvester_check_availability,
+    "harvester_refresh": harvester_refresh,
+    "harvester_harvest": harvester_harvest,
 }

@@ -16,7 +16,7 @@ from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_s
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.executions import start_object
 from cartotheca.api.schemas.permission_specs import compact_body
-from cartotheca.catalogue import permission_specs
+from cartotheca.catalogue import events, permission_specs
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.resources import RESOURCE_TYPES
@@ -119,6 +119,7 @@ def set_perms(resource_id: IdPath, db: DbDep, principal: PrincipalDep, settings:
     resource = _load(db, principal, settings, resource_id, perms.CHANGE_PERMISSIONS)
     spec = permission_specs.parse_mapping(db, settings, resource, body)
     permission_specs.apply(db, resource, spec, "replace")
+    events.record(db, events.PERMISSIONS_CHANGED, resource=resource, actor=principal)
     db.commit()
     return JSON(body)
 

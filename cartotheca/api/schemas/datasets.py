@@ -82,7 +82,8 @@ def dataset_extras(resource: Resource, dataset: Dataset | None, site: str, *,
             if dataset is not None else []
         out["attribute_set"] = [attribute_record(a) for a in attributes]
         has_service = dataset is not None
-        out["ows_url"] = links.ows_url(site) if has_service else None
+        remote = links.remote_ows_url(resource)  # a harvested dataset is served by its remote
+        out["ows_url"] = links.ows_url(site) if has_service else remote
         out["capabilities_url"] = links.capabilities_url(site) if has_service else None
-        out["dataset_ows_url"] = links.ows_url(site) if has_service else None
+        out["dataset_ows_url"] = links.ows_url(site) if has_service else remote
     return out

@@ -17,7 +17,9 @@ from cartotheca.db.models.admin import (
 )
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.documents import Document
+from cartotheca.db.models.events import Delivery, Notice
 from cartotheca.db.models.executions import ExecutionRequest
+from cartotheca.db.models.harvesting import HarvestableResource, Harvester, HarvestingSession
 from cartotheca.db.models.mapclient import MapClientResource
 from cartotheca.db.models.maps import Map, MapLayer
 from cartotheca.db.models.monitoring import (
@@ -64,6 +66,7 @@ __all__ = [
     "ContactRole",
     "Dataset",
     "DatasetAttribute",
+    "Delivery",
     "Document",
     "ExceptionEvent",
     "ExecutionRequest",
@@ -72,6 +75,9 @@ __all__ = [
     "Group",
     "GroupMember",
     "GroupProfile",
+    "HarvestableResource",
+    "Harvester",
+    "HarvestingSession",
     "Keyword",
     "License",
     "LinkedResource",
@@ -86,6 +92,7 @@ __all__ = [
     "MonitoredService",
     "MonitoringHost",
     "MonitoringMetric",
+    "Notice",
     "NotificationCheck",
     "NotificationMetricDefinition",
     "NotificationReceiver",

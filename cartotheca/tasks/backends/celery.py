@@ -33,6 +33,32 @@ def collect_monitoring() -> None:
     collect_once(engine.settings, engine.sessions)
 
 
+def deliver_notifications() -> None:
+    """Expand new notices and send the due deliveries; woken after commits, and by beat for
+    retries. Deliveries are claimed in the database, so workers never send one twice."""
+    from cartotheca.catalogue.events import deliver_due
+
+    engine = worker_engine()
+    deliver_due(engine.sessions, engine.settings)
+
+
+def enqueue_harvests() -> None:
+    """Start the scheduled harvester actions that are due, scheduled by beat for all servers.
+
+    Each action is claimed in the database, so a second beat or a late run starts nothing twice.
+    """
+    from cartotheca.catalogue.harvesting.scheduling import enqueue_due_runs
+    from cartotheca.db.base import utcnow
+
+    engine = worker_engine()
+    with engine.sessions() as session:
+        started = enqueue_due_runs(session, engine.settings, utcnow())
+        session.commit()
+    backend = engine.backend or CeleryBackend(engine)
+    for exec_id in started:
+        backend.enqueue(exec_id)
+
+
 def make_celery(broker_url: str) -> Celery:
     app = Celery("cartotheca", broker=broker_url)
     app.conf.update(
@@ -48,14 +74,26 @@ def make_celery(broker_url: str) -> Celery:
     )
     app.task(name="cartotheca.run_execution")(run_execution)
     app.task(name="cartotheca.collect_monitoring", ignore_result=True)(collect_monitoring)
+    app.task(name="cartotheca.deliver_notifications", ignore_result=True)(deliver_notifications)
+    app.task(name="cartotheca.enqueue_harvests", ignore_result=True)(enqueue_harvests)
     settings = get_settings()
+    app.conf.beat_schedule = {"deliver-notifications": {
+        "task": "cartotheca.deliver_notifications",
+        "schedule": float(settings.NOTIFICATIONS_POLL_SECONDS),
+        "options": {"expires": float(settings.NOTIFICATIONS_POLL_SECONDS)},
+    }}
+    app.conf.beat_schedule["enqueue-harvests"] = {
+        "task": "cartotheca.enqueue_harvests",
+        "schedule": float(settings.HARVESTING_SCHEDULER_INTERVAL),
+        "options": {"expires": float(settings.HARVESTING_SCHEDULER_INTERVAL)},
+    }
     if settings.MONITORING_ENABLED:
-        app.conf.beat_schedule = {"collect-monitoring": {
+        app.conf.beat_schedule["collect-monitoring"] = {
             "task": "cartotheca.collect_monitoring",
             "schedule": float(settings.MONITORING_COLLECTION_INTERVAL),
             # A cycle that could not start within its interval is dropped, not queued up.
             "options": {"expires": float(settings.MONITORING_COLLECTION_INTERVAL)},
-        }}
+        }
     return app
 
 
@@ -76,6 +114,10 @@ def _start_reaper(**_kwargs) -> None:
     """Each worker re-queues executions a dead worker left running (after their heartbeat)."""
     engine = worker_engine()
     engine.backend = CeleryBackend(engine)
+    # Notices written by jobs in this worker wake a delivery task after their commit.
+    from cartotheca.catalogue import events
+
+    events.add_waker(engine.backend.request_notifications)
     interval = engine.settings.EXECUTION_HEARTBEAT_SECONDS
 
     def loop() -> None:
@@ -97,6 +139,10 @@ class CeleryBackend:
 
     def enqueue(self, exec_id: str) -> None:
         self.app.send_task("cartotheca.run_execution", args=[exec_id])
+
+    def request_notifications(self) -> None:
+        # Called after a request's commit: no publish retries there, the beat's poll catches up.
+        self.app.send_task("cartotheca.deliver_notifications", retry=False)
 
     def shutdown(self) -> None:
         pass

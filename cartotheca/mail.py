@@ -1,4 +1,4 @@
-"""cartotheca.monitoring.mail: plain SMTP delivery with the EMAIL_* settings (smtplib)."""
+"""cartotheca.mail: plain SMTP delivery with the EMAIL_* settings (smtplib)."""
 
 from __future__ import annotations
 
