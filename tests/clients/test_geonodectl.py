@@ -1,20 +1,22 @@
 """The real geonodectl 0.3.5 command line against a live Cartotheca server.
 
-Every test runs the installed ``geonodectl`` as a subprocess, reads what it printed (its JSON with
-``--json``, its GitHub-style table without) and then checks the database, so a command that exits
-0 without the server having done the work still fails. Contract: shared/compat/geonodectl.md.
+Every test runs the installed ``geonodectl`` (its own entry point, in this process: a subprocess
+would pay about 2 s of imports per command, most of it a grammar its jsonschema extra builds on
+import), reads what it printed (its JSON with ``--json``, its GitHub-style table without) and then
+checks the database, so a command that exits 0 without the server having done the work still
+fails. The upload tests run it as a subprocess. Contract: shared/compat/geonodectl.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import shutil
-import subprocess
 import sys
 import time
+import traceback
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
@@ -27,16 +29,50 @@ from tests.factories import make_group, make_resource
 pytestmark = pytest.mark.clients
 
 MODES = pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
-CLI_TIMEOUT = 60
 
 
-def _geonodectl() -> str:
-    # The script next to this interpreter skips the pyenv shim (about 0.2 s per call).
-    beside = Path(sys.executable).parent / "geonodectl"
-    found = str(beside) if beside.exists() else shutil.which("geonodectl")
-    if found is None:
+def _entry_point():
+    try:
+        from geonoderest.geonodectl import geonodectl
+    except ImportError:
         pytest.skip("geonodectl is not installed")
-    return found
+    return geonodectl
+
+
+def _exit_status(code: object, err: io.StringIO) -> int:
+    """The status the interpreter would exit with for ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
+
+
+def run_geonodectl(argv: tuple[str, ...], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run geonodectl's entry point as its script does, with ``argv`` and ``env``; restore both."""
+    main = _entry_point()
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_env = sys.argv, {k: os.environ.get(k) for k in env}
+    sys.argv = ["geonodectl", *argv]
+    os.environ.update(env)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = _exit_status(main(), err)
+            except SystemExit as exc:
+                status = _exit_status(exc.code, err)
+            except Exception:
+                traceback.print_exc(file=err)
+                status = 1
+    finally:
+        sys.argv = saved_argv
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return status, out.getvalue(), err.getvalue()
 
 
 @dataclass
@@ -68,14 +104,11 @@ class Run:
 @pytest.fixture
 def ctl(live_server, app, admin_basic_token):
     """``ctl("users", "list", as_json=True)`` runs geonodectl as the administrator."""
-    exe = _geonodectl()
-    env = dict(os.environ, GEONODE_API_URL=live_server.api, GEONODE_API_BASIC_AUTH=admin_basic_token)
+    env = {"GEONODE_API_URL": live_server.api, "GEONODE_API_BASIC_AUTH": admin_basic_token}
 
     def run(*args: str, as_json: bool = False, expect: int | None = 0) -> Run:
         argv = (("--json",) if as_json else ()) + tuple(str(a) for a in args)
-        proc = subprocess.run([exe, *argv], env=env, capture_output=True, text=True,
-                              timeout=CLI_TIMEOUT, stdin=subprocess.DEVNULL)
-        result = Run(argv, proc.returncode, proc.stdout, proc.stderr)
+        result = Run(argv, *run_geonodectl(argv, env))
         if expect is not None:
             assert result.returncode == expect, f"{result}\n--- server log ---\n{live_server.log_tail()}"
         return result
