@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cartotheca import __version__
+from cartotheca import __version__, web
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
 from cartotheca.catalogue import accounts, events
@@ -163,6 +163,8 @@ def include_routers(app: FastAPI) -> None:
                    downloads, styles, thumbnails, csw, metadata, monitoring, mapclient, upload_limits,
                    management, harvesters):
         app.include_router(module.router)
+    # The browser pages last: the API's own paths (POST /account/login ...) come first.
+    web.install(app)
 
 
 def app_factory() -> FastAPI:

@@ -1,0 +1,95 @@
+"""cartotheca.web.pages: the HTML shells of the browser pages.
+
+Each page is rendered from a Jinja2 template (autoescaped) with only the site's base path, the
+asset URLs and static labels; the data is fetched by the front-end script from the public API.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Request
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.responses import HTMLResponse
+
+from cartotheca.api.deps import SettingsDep
+from cartotheca.settings import Settings
+from cartotheca.web import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
+
+router = APIRouter(include_in_schema=False)
+
+# The pages' own headers: no inline script may run, assets only from this server.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: http: https:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES_DIR),
+                       autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+@lru_cache(maxsize=1)
+def asset_manifest() -> dict[str, Any]:
+    """The build's manifest: each asset's content hash (also the cache-busting query)."""
+    return json.loads((STATIC_DIR / "manifest.json").read_text())
+
+
+def base_path(request: Request, settings: Settings) -> str:
+    """The path the site is served under, without the trailing slash ("" at the root).
+
+    A reverse proxy that strips a prefix tells it through the ASGI root path; otherwise the
+    path of SITEURL (the same base the API's own URLs are built from).
+    """
+    root = request.scope.get("root_path") or urlsplit(settings.SITEURL).path
+    return root.rstrip("/")
+
+
+def asset_url(base: str, name: str) -> str:
+    digest = asset_manifest()["files"][name]["sha256"][:12]
+    return f"{base}{STATIC_PREFIX}/{name}?v={digest}"
+
+
+def render(request: Request, settings: Settings, template: str, page: str, title: str) -> HTMLResponse:
+    base = base_path(request, settings)
+    html = _environment().get_template(template).render(
+        base=base, page=page, title=title,
+        script_url=asset_url(base, "app.js"), style_url=asset_url(base, "app.css"),
+    )
+    return HTMLResponse(html, headers=SECURITY_HEADERS)
+
+
+@router.get("/")
+def catalogue_root(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "catalogue.html", "catalogue", "Catalogue")
+
+
+@router.get("/catalogue")
+@router.get("/catalogue/")
+def catalogue(request: Request, settings: SettingsDep) -> HTMLResponse:
+    # Resource pages live behind the hash (/catalogue/#/dataset/1): the script routes them.
+    return render(request, settings, "catalogue.html", "catalogue", "Catalogue")
+
+
+@router.get("/account/login")
+def login_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "login.html", "login", "Log in")
+
+
+@router.get("/account/logout")
+def logout_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "logout.html", "logout", "Log out")
+
+
+@router.get("/upload")
+def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "upload.html", "upload", "Upload a dataset")

@@ -1,0 +1,45 @@
+// Cartotheca's web pages: everything shown comes from the public API (/api/v2/...) and the
+// built-in map server (/ows). Text from the API is only ever set with textContent; URLs only
+// after checking their scheme.
+import 'ol/ol.css';
+import './app.css';
+import { setupAccountNav, setupLogin, setupLogout } from './account.js';
+import { configureCatalogue, search, setupSearch } from './catalogue.js';
+import { resourceRoute, showResource } from './resource.js';
+import { setupUpload } from './upload.js';
+
+let routed = null;
+
+function route() {
+  // A change of the hash fires both popstate and hashchange: route each address once.
+  if (window.location.href === routed) return;
+  routed = window.location.href;
+  const target = resourceRoute();
+  if (target) {
+    showResource(target);
+  } else {
+    document.getElementById('resource-view').hidden = true;
+    document.getElementById('search-view').hidden = false;
+    search();
+  }
+}
+
+function start() {
+  const page = document.body.dataset.page;
+  const signedIn = setupAccountNav();
+  if (page === 'catalogue') {
+    configureCatalogue(signedIn, () => { routed = window.location.href; });
+    setupSearch();
+    window.addEventListener('popstate', route);
+    window.addEventListener('hashchange', route);
+    route();
+  } else if (page === 'login') {
+    setupLogin();
+  } else if (page === 'logout') {
+    setupLogout();
+  } else if (page === 'upload') {
+    setupUpload(signedIn);
+  }
+}
+
+start();

@@ -1,0 +1,282 @@
+// The catalogue's search: search box, facets with counts, sort, paging, featured resources and
+// favourites; the URL carries the state.
+import { api, base, getJson, send } from './api.js';
+import { el, safeUrl } from './dom.js';
+
+const PAGE_SIZE = 10;
+const TYPES = [
+  ['dataset', 'Datasets'],
+  ['document', 'Documents'],
+  ['map', 'Maps'],
+  ['geoapp', 'Geo apps'],
+];
+const SORTS = ['-date', 'date', 'title', '-title', '-popular_count'];
+// Each facet: its URL key, the API filter it sets, and where its values (with their
+// catalogue-wide counts) come from. With a search or another filter active, the counts are
+// those of filtered queries (page_size=1, reading `total`).
+const FACETS = [
+  { key: 'type', label: 'Resource type', filter: 'filter{resource_type}' },
+  { key: 'category', label: 'Category', filter: 'filter{category.identifier}',
+    source: 'categories?with_resources=true&page_size=100', list: 'categories',
+    value: (c) => c.identifier, text: (c) => c.gn_description || c.identifier },
+  { key: 'keyword', label: 'Keyword', filter: 'filter{keywords.slug}',
+    source: 'keywords?page_size=20', list: 'keywords', value: (k) => k.slug, text: (k) => k.name },
+  { key: 'region', label: 'Region', filter: 'filter{regions.code}',
+    source: 'regions?with_resources=true&page_size=20', list: 'regions',
+    value: (r) => r.code, text: (r) => r.name },
+  { key: 'owner', label: 'Owner', filter: 'filter{owner.username}',
+    source: 'owners?page_size=20', list: 'owners', value: (o) => o.username,
+    text: (o) => [o.first_name, o.last_name].filter(Boolean).join(' ') || o.username },
+  { key: 'group', label: 'Group', filter: 'filter{group.name}',
+    source: 'groups?page_size=20', list: 'group_profiles', value: (g) => g.group && g.group.name,
+    text: (g) => g.title || (g.group && g.group.name) },
+];
+
+let signedIn = Promise.resolve(null);
+let onNavigate = () => {};
+
+// The signed-in user's name (or null), and what to tell the router after a pushState.
+export function configureCatalogue(user, navigated) {
+  signedIn = user;
+  onNavigate = navigated;
+}
+
+function favoriteButton(resource) {
+  const button = el('button', { type: 'button', class: 'favorite', 'aria-pressed': Boolean(resource.favorite),
+    'aria-label': `Favourite: ${resource.title || resource.pk}` }, resource.favorite ? '★' : '☆');
+  button.addEventListener('click', async () => {
+    const on = button.getAttribute('aria-pressed') !== 'true';
+    const response = await send(on ? 'POST' : 'DELETE', api(`resources/${resource.pk}/favorite`));
+    if (response.ok) {
+      button.setAttribute('aria-pressed', String(on));
+      button.textContent = on ? '★' : '☆';
+    }
+  });
+  return button;
+}
+
+function readState() {
+  const params = new URLSearchParams(window.location.search);
+  const page = Number.parseInt(params.get('page') || '1', 10);
+  const sort = params.get('sort');
+  const state = {
+    q: params.get('q') || '',
+    sort: SORTS.includes(sort) ? sort : '-date',
+    page: Number.isFinite(page) && page > 0 ? page : 1,
+  };
+  for (const facet of FACETS) state[facet.key] = params.get(facet.key) || '';
+  state.favorite = params.get('favorite') === 'true';
+  return state;
+}
+
+function stateUrl(state) {
+  const params = new URLSearchParams();
+  if (state.q) params.set('q', state.q);
+  for (const facet of FACETS) if (state[facet.key]) params.set(facet.key, state[facet.key]);
+  if (state.favorite) params.set('favorite', 'true');
+  if (state.sort !== '-date') params.set('sort', state.sort);
+  if (state.page > 1) params.set('page', String(state.page));
+  const query = params.toString();
+  return `${window.location.pathname}${query ? `?${query}` : ''}`;
+}
+
+function queryParams(state, { without, pageSize = PAGE_SIZE, page = state.page } = {}) {
+  const params = new URLSearchParams();
+  if (state.q) params.set('search', state.q);
+  for (const facet of FACETS) {
+    if (facet.key !== without && state[facet.key]) params.set(facet.filter, state[facet.key]);
+  }
+  if (state.favorite) params.set('favorite', 'true');
+  params.append('sort[]', state.sort);
+  params.set('page', String(page));
+  params.set('page_size', String(pageSize));
+  return params;
+}
+
+async function countWith(state, facet, value) {
+  const params = queryParams(state, { without: facet.key, pageSize: 1, page: 1 });
+  params.set(facet.filter, value);
+  const data = await getJson(`${api('resources')}?${params}`);
+  return data.total;
+}
+
+const facetLists = {};
+
+// A facet's values, fetched once per page load (they depend on who looks, not on the search).
+function facetValues(facet) {
+  if (facet.key === 'type') return Promise.resolve(TYPES.map(([value, label]) => ({ value, label })));
+  if (!facetLists[facet.key]) {
+    facetLists[facet.key] = getJson(api(facet.source)).then((data) => (data[facet.list] || [])
+      .map((item) => ({ value: facet.value(item), label: facet.text(item), count: item.count }))
+      .filter((item) => typeof item.value === 'string' && item.value));
+  }
+  return facetLists[facet.key];
+}
+
+function narrowed(state, facet) {
+  return Boolean(state.q) || state.favorite || FACETS.some((other) => other.key !== facet.key && state[other.key]);
+}
+
+let searchSerial = 0;
+
+function renderCards(list, resources, user) {
+  list.replaceChildren();
+  for (const resource of resources) {
+    const item = el('li', { class: 'card', 'data-id': resource.pk });
+    const thumb = safeUrl(resource.thumbnail_url);
+    if (thumb) {
+      const img = el('img', { src: thumb, alt: '', loading: 'lazy' });
+      img.addEventListener('error', () => img.remove());
+      item.append(img);
+    }
+    const text = el('div');
+    const heading = el('h3');
+    const href = safeUrl(resource.detail_url) || `${base}/catalogue/#/${resource.resource_type}/${resource.pk}`;
+    heading.append(el('a', { href, class: 'result-link' }, resource.title || '(untitled)'));
+    text.append(heading, el('span', { class: 'kind' }, resource.subtype && resource.resource_type === 'dataset'
+      ? `${resource.resource_type} · ${resource.subtype}` : resource.resource_type));
+    if (resource.abstract) {
+      const abstract = resource.abstract.length > 240 ? `${resource.abstract.slice(0, 240)}…` : resource.abstract;
+      text.append(el('p', { class: 'result-abstract' }, abstract));
+    }
+    item.append(text);
+    if (user) item.append(favoriteButton(resource));
+    list.append(item);
+  }
+}
+
+function renderResults(data, user) {
+  renderCards(document.getElementById('results'), data.resources || [], user);
+  const total = data.total || 0;
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  document.getElementById('result-count').textContent = total === 1 ? '1 resource found' : `${total} resources found`;
+  document.getElementById('page-info').textContent = `Page ${data.page || 1} of ${pages}`;
+  document.getElementById('prev-page').disabled = (data.page || 1) <= 1;
+  document.getElementById('next-page').disabled = (data.page || 1) >= pages;
+}
+
+async function renderFacets(state, serial) {
+  const container = document.getElementById('facet-groups');
+  const groups = await Promise.all(FACETS.map(async (facet) => {
+    let values = [];
+    try {
+      values = await facetValues(facet);
+    } catch {
+      values = [];
+    }
+    const exact = !narrowed(state, facet) && values.every((v) => Number.isInteger(v.count));
+    const counts = exact ? values.map((v) => v.count)
+      : await Promise.all(values.map((v) => countWith(state, facet, v.value).catch(() => 0)));
+    return { facet, values: values.map((v, i) => ({ ...v, count: counts[i] })) };
+  }));
+  if (serial !== searchSerial) return;
+  container.replaceChildren();
+  for (const { facet, values } of groups) {
+    const shown = values.filter((v) => v.count > 0 || v.value === state[facet.key]);
+    if (!shown.length) continue;
+    const group = el('section', { class: 'facet-group', 'data-facet': facet.key });
+    const headingId = `facet-${facet.key}`;
+    group.append(el('h3', { id: headingId }, facet.label));
+    const list = el('ul', { 'aria-labelledby': headingId });
+    for (const value of shown) {
+      const pressed = state[facet.key] === value.value;
+      const button = el('button', { type: 'button', 'aria-pressed': pressed, 'data-value': value.value });
+      button.append(el('span', { class: 'facet-label' }, value.label),
+        el('span', { class: 'facet-count' }, value.count));
+      button.addEventListener('click', () => {
+        const next = readState();
+        next[facet.key] = next[facet.key] === value.value ? '' : value.value;
+        next.page = 1;
+        navigate(next);
+      });
+      const item = el('li');
+      item.append(button);
+      list.append(item);
+    }
+    group.append(list);
+    container.append(group);
+  }
+  container.setAttribute('data-ready', 'true');
+}
+
+export async function search() {
+  const state = readState();
+  const serial = ++searchSerial;
+  document.getElementById('search-input').value = state.q;
+  document.getElementById('sort-select').value = state.sort;
+  const results = document.getElementById('results');
+  results.removeAttribute('data-ready');
+  document.getElementById('facet-groups').removeAttribute('data-ready');
+  const facets = renderFacets(state, serial);
+  const favorites = document.getElementById('favorites-only');
+  favorites.setAttribute('aria-pressed', String(state.favorite));
+  const plain = !narrowed(state, {}) && state.page === 1;
+  showFeatured(plain);
+  try {
+    const [data, user] = await Promise.all([getJson(`${api('resources')}?${queryParams(state)}`), signedIn]);
+    if (serial !== searchSerial) return;
+    favorites.hidden = !user;
+    renderResults(data, user);
+  } catch (error) {
+    if (serial !== searchSerial) return;
+    results.replaceChildren();
+    document.getElementById('result-count').textContent = `The search failed (${error.message}).`;
+  }
+  results.setAttribute('data-ready', 'true');
+  await facets;
+}
+
+let featured = null;
+
+// Featured resources, above the results of an unfiltered first page.
+async function showFeatured(visible) {
+  const section = document.getElementById('featured');
+  if (!visible) {
+    section.hidden = true;
+    return;
+  }
+  if (!featured) {
+    featured = getJson(`${api('resources')}?filter{featured}=true&page_size=4&sort[]=-date`)
+      .then((data) => data.resources || []).catch(() => []);
+  }
+  const resources = await featured;
+  if (!resources.length) return;
+  renderCards(document.getElementById('featured-list'), resources, null);
+  section.hidden = !visible || narrowed(readState(), {}) || readState().page !== 1;
+}
+
+function navigate(state) {
+  window.history.pushState(null, '', stateUrl(state));
+  onNavigate();
+  search();
+}
+
+export function setupSearch() {
+  const form = document.getElementById('search-form');
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const state = readState();
+    state.q = document.getElementById('search-input').value.trim();
+    state.sort = document.getElementById('sort-select').value;
+    state.page = 1;
+    navigate(state);
+  });
+  document.getElementById('sort-select').addEventListener('change', () => form.requestSubmit());
+  document.getElementById('prev-page').addEventListener('click', () => {
+    const state = readState();
+    navigate({ ...state, page: Math.max(1, state.page - 1) });
+  });
+  document.getElementById('next-page').addEventListener('click', () => {
+    const state = readState();
+    navigate({ ...state, page: state.page + 1 });
+  });
+  document.getElementById('favorites-only').addEventListener('click', () => {
+    const state = readState();
+    navigate({ ...state, favorite: !state.favorite, page: 1 });
+  });
+  document.getElementById('clear-filters').addEventListener('click', () => {
+    const state = readState();
+    for (const facet of FACETS) state[facet.key] = '';
+    navigate({ ...state, favorite: false, page: 1 });
+  });
+}
