@@ -19,7 +19,7 @@ from tests.factories import make_resource, make_user
 CHECKS = [not_a_server_error]
 # The whole module must stay under ~2 minutes on both databases as routes are added: lower
 # max_examples before excluding operations.
-FAST = settings(max_examples=8, deadline=None, derandomize=True,
+FAST = settings(max_examples=5, deadline=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 
