@@ -112,6 +112,7 @@ def _settings(data_dir: str, storage: str, datastore_url: str | None, database_u
 def warm_imports() -> None:
     """Modules a server has loaded long before its first upload: importing them (pyarrow.compute
     alone takes ~0.15 s) is not part of a write's cost."""
+    import psycopg  # noqa: F401  (the floor imports it before its timing too)
     import pyarrow.compute  # noqa: F401
     import shapely  # noqa: F401
 

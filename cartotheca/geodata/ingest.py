@@ -171,13 +171,15 @@ def _link(src: Path, dst: Path) -> Path:
 
 def validate(candidates: list[Candidate], options: IngestOptions) -> list[Source]:
     found: list[Source] = []
+    budget = sources.PreloadBudget()  # over the whole upload
     for candidate in candidates:
         if candidate.kind == "raster":
             if options.time:
                 raise InvalidInput(f"{candidate.path.name}: time can only be enabled on vector data")
             found.append(sources.inspect_raster(candidate))
         else:
-            found.extend(sources.inspect_vector(candidate, charset=options.charset, time=options.time))
+            found.extend(sources.inspect_vector(candidate, charset=options.charset, time=options.time,
+                                                budget=budget))
     return found
 
 
@@ -201,7 +203,11 @@ def store(settings: Settings, source: Source, store_name: str) -> Stored:
     if isinstance(source, RasterSource):
         location = raster_store(settings).write_cog(str(source.candidate.path), store_name)
         return Stored("raster", cog_location=location)
-    return Stored("vector", layer=vector_store(settings).write(source.source, store_name))
+    try:
+        return Stored("vector", layer=vector_store(settings).write(source.source, store_name))
+    finally:
+        if source.source.preloaded is not None:
+            source.source.preloaded.release()  # the stored copy is what is read from now on
 
 
 def discard(settings: Settings, stored: Stored) -> None:

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from cartotheca.errors import InvalidInput
-from cartotheca.geodata.storage import FieldInfo, SourceLayer
+from cartotheca.geodata.storage import FieldInfo, Preloaded, SourceLayer
+from cartotheca.geodata.storage._source import BATCH_SIZE, GeometryKinds, wkb_type_codes
 
 VECTOR_DRIVERS = {
     ".shp": "ESRI Shapefile", ".geojson": "GeoJSON", ".json": "GeoJSON", ".kml": "KML",
@@ -47,7 +48,9 @@ XSD_TYPES = {
     "OFTTime": "xsd:time", "OFTBinary": "xsd:base64Binary",
 }
 TIME_TYPES = ("xsd:dateTime", "xsd:date")
-BATCH = 20000
+BATCH = BATCH_SIZE  # the stores' batch size: preloaded batches go to them as they are
+PRELOAD_BYTES = 1 << 30  # layers up to this size in all (Arrow) are read once, for validation and copy
+NAN_BYTES = b"\x00\x00\x00\x00\x00\x00\xf8\x7f"  # little-endian NaN: an empty point's x
 MAX_NAME = 58  # leaves room for a _NNN suffix inside PostgreSQL's 63-byte identifiers
 
 
@@ -169,8 +172,18 @@ class VectorSource:
     kind = "vector"
 
 
-def inspect_vector(candidate: Candidate, *, charset: str | None, time: bool) -> list[VectorSource]:
-    """Validate every layer of a vector candidate; each becomes a dataset."""
+class PreloadBudget:
+    """Bytes of Arrow batches validation may still keep for the stores, over one upload."""
+
+    def __init__(self, limit: int = PRELOAD_BYTES):
+        self.left = limit
+
+
+def inspect_vector(candidate: Candidate, *, charset: str | None, time: bool,
+                   budget: PreloadBudget | None = None) -> list[VectorSource]:
+    """Validate every layer of a vector candidate; each becomes a dataset. Layers are kept in
+    memory for the store's copy while ``budget`` (by default PRELOAD_BYTES per call) lasts."""
+    budget = budget or PreloadBudget()
     import pyogrio
 
     encoding = _encoding_for(candidate, charset)
@@ -188,7 +201,7 @@ def inspect_vector(candidate: Candidate, *, charset: str | None, time: bool) -> 
     for layer in layers:
         name = candidate.stem if len(layers) == 1 else layer
         sources.append(_inspect_layer(candidate, layer if len(layers) > 1 else None, name,
-                                      encoding, options, time))
+                                      encoding, options, time, budget))
     return sources
 
 
@@ -229,7 +242,7 @@ def _transcoded(candidate: Candidate, encoding: str) -> Candidate:
 
 
 def _inspect_layer(candidate: Candidate, layer: str | None, name: str, encoding: str,
-                   options: Mapping[str, str], time: bool) -> VectorSource:
+                   options: Mapping[str, str], time: bool, budget: PreloadBudget) -> VectorSource:
     import pyogrio
 
     label = candidate.path.name + (f" (layer {layer})" if layer else "")
@@ -252,8 +265,8 @@ def _inspect_layer(candidate: Candidate, layer: str | None, name: str, encoding:
     source = SourceLayer(path=str(candidate.path), layer=layer, encoding=shapefile_encoding,
                          open_options=dict(options), crs_wkt=crs_wkt,
                          feature_count=int(info["features"]))
-    types, values = _read_all(source, fields, label)
-    source = replace(source, geometry_type=_geometry_type(types, label))
+    types, values, preloaded = _read_all(source, fields, label, budget)
+    source = replace(source, geometry_type=_geometry_type(types, label), preloaded=preloaded)
     bounds = info.get("total_bounds")
     if bounds is None or not all(np.isfinite(bounds)):
         raise InvalidInput(f"{label} has no usable extent (empty geometries?)")
@@ -287,23 +300,27 @@ def _crs(declared: str | None, candidate: Candidate, label: str) -> tuple[str, i
     return crs.to_wkt(), crs.to_epsg(min_confidence=70)
 
 
-def _read_all(source: SourceLayer, fields: list[FieldInfo], label: str
-              ) -> tuple[set[str], dict[str, Any]]:
-    """Stream every feature once: the geometry types present, and the attribute columns (Arrow
-    arrays, for statistics). Text must be valid in the layer's character set: GDAL passes
-    undecodable bytes through untouched, and they are caught here instead of being mangled."""
+def _read_all(source: SourceLayer, fields: list[FieldInfo], label: str, budget: PreloadBudget
+              ) -> tuple[set[str], dict[str, Any], Preloaded | None]:
+    """Stream every feature once: the geometry types present (read from the WKB headers), the
+    attribute columns (Arrow arrays, for statistics) and, while the budget lasts, the batches
+    themselves, which the store then copies instead of reading the file again. Text must be
+    valid in the layer's character set: GDAL passes undecodable bytes through untouched, and
+    they are caught here instead of being mangled."""
     import pyarrow as pa
     import pyogrio.raw
-    import shapely
 
-    types: set[int] = set()
+    kinds = GeometryKinds()
     chunks: dict[str, list[Any]] = {f.name: [] for f in fields}
+    kept: list[Any] | None = []
+    kept_bytes = 0
     encoding = source.encoding if _is_shapefile(source) else None
     try:
         with pyogrio.raw.open_arrow(source.path, layer=source.layer, encoding=encoding,
                                     batch_size=BATCH, use_pyarrow=True,
                                     **source.open_options) as (meta, reader):
             geometry_column = meta.get("geometry_name") or "wkb_geometry"
+            schema = reader.schema
             for batch in reader:
                 for info in fields:
                     column = batch.column(info.name)
@@ -311,16 +328,41 @@ def _read_all(source: SourceLayer, fields: list[FieldInfo], label: str
                         _check_text(column, info.name, label, source.encoding or "utf-8")
                     chunks[info.name].append(column)
                 if geometry_column in batch.schema.names:
-                    parsed = shapely.from_wkb(batch.column(geometry_column).to_numpy(zero_copy_only=False),
-                                              on_invalid="ignore")
-                    present = parsed[~shapely.is_missing(parsed) & ~shapely.is_empty(parsed)]
-                    types.update(int(t) for t in np.unique(shapely.get_type_id(present)))
+                    try:
+                        kinds.add(_non_empty_codes(batch.column(geometry_column)))
+                    except InvalidInput as exc:
+                        raise InvalidInput(f"{label}: {exc}") from None
+                if kept is not None:
+                    kept_bytes += batch.nbytes
+                    if kept_bytes <= budget.left:
+                        kept.append(batch)
+                    else:
+                        kept = None
     except InvalidInput:
         raise
     except Exception as exc:
         raise InvalidInput(f"{label} could not be read: {exc}") from None
     columns = {name: pa.chunked_array(parts) if parts else None for name, parts in chunks.items()}
-    return {_TYPE_NAMES[t] for t in types}, columns
+    types = {_TYPE_NAMES[code] for code in kinds.codes}
+    preloaded = None
+    if kept is not None:
+        preloaded = Preloaded(meta, schema, kept)
+        budget.left -= kept_bytes
+    return types, columns, preloaded
+
+
+def _non_empty_codes(wkb: Any) -> np.ndarray:
+    """ISO type codes of a WKB column, -1 for nulls and empty geometries (a part count of 0:
+    9 bytes; an empty point is NaN coordinates)."""
+    import pyarrow.compute as pc
+
+    codes = wkb_type_codes(wkb)
+    lengths = pc.binary_length(wkb).to_numpy(zero_copy_only=False)
+    codes[np.nan_to_num(lengths, nan=0) <= 9] = -1
+    if (codes % 1000 == 1).any():
+        empty_points = pc.equal(pc.binary_slice(wkb, 5, 13), NAN_BYTES).to_numpy(zero_copy_only=False)
+        codes[(codes % 1000 == 1) & (np.asarray(empty_points, dtype=float) == 1)] = -1
+    return codes
 
 
 def _is_shapefile(source: SourceLayer) -> bool:
@@ -339,7 +381,7 @@ def _check_text(column: Any, name: str, label: str, encoding: str) -> None:
             code="invalid_encoding") from None
 
 
-_TYPE_NAMES = {0: "Point", 1: "LineString", 2: "LinearRing", 3: "Polygon", 4: "MultiPoint",
+_TYPE_NAMES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint",
                5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
 
 

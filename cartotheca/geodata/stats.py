@@ -24,32 +24,44 @@ def empty() -> dict[str, Any]:
 
 
 def attribute_stats(name: str, xsd_type: str, column: Any) -> dict[str, Any]:
-    """Statistics of one attribute column (a pyarrow array or chunked array; None = no data)."""
+    """Statistics of one attribute column (a pyarrow array or chunked array; None = no data),
+    computed by Arrow kernels over the whole column."""
     out = empty()
     if column is None:
         return out
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     out["count"] = int(len(column) - column.null_count)
     out["unique_values"] = _unique(column)
     if not _aggregable(name, xsd_type) or out["count"] == 0:
         return out
-    bounds = pc.min_max(column).as_py()
-    values = column.drop_null().to_numpy() if hasattr(column, "drop_null") else column.to_numpy()
-    import numpy as np
-
-    values = np.asarray(values, dtype=float)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
+    values = pc.cast(column, pa.float64())
+    if pa.types.is_floating(column.type):
+        values = pc.filter(values, pc.is_finite(values))  # NaN and infinities do not count
+        column = values
+    if len(values) - values.null_count == 0:
         return out
     integral = xsd_type in ("xsd:int", "xsd:long", "xsd:short")
+    bounds = pc.min_max(column).as_py()
+    total = pc.sum(column).as_py() if integral else pc.sum(values).as_py()
+    median = _median(values)
+    count = len(values) - values.null_count
     out.update(
         min=_number(bounds["min"], integral), max=_number(bounds["max"], integral),
-        average=_number(float(values.mean())), median=_number(float(np.median(values))),
-        stddev=_number(float(values.std(ddof=1)) if values.size > 1 else 0.0),
-        sum=_number(int(values.sum()) if integral else float(values.sum()), integral),
+        average=_number(pc.mean(values).as_py()), median=_number(median),
+        stddev=_number(pc.stddev(values, ddof=1).as_py() if count > 1 else 0.0),
+        sum=_number(total, integral),
     )
     return out
+
+
+def _median(values: Any) -> float | None:
+    """The exact median (the mean of the two middle values for an even count), as numpy gives."""
+    import pyarrow.compute as pc
+
+    quantiles = pc.quantile(values, q=0.5, interpolation="midpoint")
+    return quantiles[0].as_py() if len(quantiles) else None
 
 
 def _aggregable(name: str, xsd_type: str) -> bool:
@@ -68,11 +80,22 @@ def _number(value: Any, integral: bool = False) -> str:
 
 
 def _unique(column: Any) -> str:
+    """The distinct values as JSON when there are at most MAX_UNIQUE; chunk by chunk, so a
+    column of many values stops being hashed as soon as it has too many."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    distinct = pc.unique(column.drop_null() if hasattr(column, "drop_null") else column)
-    if len(distinct) > MAX_UNIQUE:
-        return NA
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    distinct = None
+    for chunk in chunks:
+        found = pc.unique(chunk.drop_null())
+        if distinct is not None:
+            found = pc.unique(pa.concat_arrays([distinct, found.cast(distinct.type)]))
+        distinct = found
+        if len(distinct) > MAX_UNIQUE:
+            return NA
+    if distinct is None:
+        return json.dumps([])
     values = [_plain(v) for v in distinct.to_pylist()]
     try:
         values.sort()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import hashlib
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -86,8 +87,9 @@ class TileJob:
 
 
 def plan_tile(settings: Settings, resource: Any, dataset: Any, tms_id: str, z: int, x: int, y: int,
-              media_type: str, style: str | None = None) -> TileJob:
-    """Check a tile request against the dataset; ``NotFound`` for what it cannot give."""
+              media_type: str, style: str | None = None, *, default_sld: str | None = None) -> TileJob:
+    """Check a tile request against the dataset; ``NotFound`` for what it cannot give.
+    ``default_sld``: the dataset's default style when the caller has it already."""
     tms = tile_matrix_set(tms_id)
     check_tile(tms, z, x, y)
     if media_type not in formats_for(dataset):
@@ -99,7 +101,8 @@ def plan_tile(settings: Settings, resource: Any, dataset: Any, tms_id: str, z: i
     elif media_type == PNG:
         from cartotheca.ows import render
 
-        sld = render.dataset_sld(dataset, style or None)
+        sld = default_sld if default_sld is not None and not style \
+            else render.dataset_sld(dataset, style or None)
         version += (hashlib.sha1(sld.encode()).hexdigest(),)
     digest = hashlib.sha1(repr((version, tms.id, z, x, y, media_type)).encode()).hexdigest()
     return TileJob(resource, dataset, tms, z, x, y, media_type, sld, f'"{digest[:32]}"')
@@ -130,10 +133,22 @@ def _touches_dataset(job: TileJob) -> bool:
     resource = job.resource
     if resource.ll_minx is None:
         return True
-    west, south, east, north = job.tms.bounds(job.x, job.y, job.z)
+    west, south, east, north = _lonlat_bounds(job.tms, job.x, job.y, job.z)
     margin_x, margin_y = (east - west) * 0.25, (north - south) * 0.25
     return not (west - margin_x > resource.ll_maxx or east + margin_x < resource.ll_minx
                 or south - margin_y > resource.ll_maxy or north + margin_y < resource.ll_miny)
+
+
+def _lonlat_bounds(tms: morecantile.TileMatrixSet, x: int, y: int, z: int) -> tuple[float, ...]:
+    """A tile's lon/lat bounds; WebMercatorQuad's by formula (morecantile goes through pyproj)."""
+    if tms.id != DEFAULT_TMS:
+        return tuple(tms.bounds(x, y, z))  # type: ignore[return-value]
+    n = 2.0 ** z
+
+    def lat(row: int) -> float:
+        return math.degrees(math.atan(math.sinh(math.pi * (1 - 2 * row / n))))
+
+    return x / n * 360.0 - 180.0, lat(y + 1), (x + 1) / n * 360.0 - 180.0, lat(y)
 
 
 @cache

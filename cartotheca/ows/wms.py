@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from starlette.responses import Response
 
-from cartotheca.catalogue.datasets import get_dataset, visible_datasets
+from cartotheca.catalogue.datasets import visible_datasets
 from cartotheca.db.models import DatasetAttribute
 from cartotheca.errors import (
     AuthenticationFailed,
@@ -150,8 +150,14 @@ def _size(req: OWSRequest, name: str, default: int | None = None) -> int:
 
 
 def resolve_layer(req: OWSRequest, name: str, locator: str = "layers") -> tuple[Any, Any]:
+    resource, dataset, _ = find_layer(req, name, locator)
+    return resource, dataset
+
+
+def find_layer(req: OWSRequest, name: str, locator: str = "layers") -> tuple[Any, Any, str | None]:
+    """(resource, dataset, its default style's SLD or None) of a layer the requester may view."""
     try:
-        return get_dataset(req.session, req.principal, req.settings, name)
+        return render.find_dataset(req.session, req.principal, req.settings, name)
     except NotFound:
         raise OWSException("LayerNotDefined", f"Layer {name} is not defined", locator=locator) from None
 
@@ -225,9 +231,9 @@ def map_layers(req: OWSRequest, names: list[str], styles: list[str]) -> list[ren
                            locator="styles")
     specs = []
     for index, name in enumerate(names):
-        resource, dataset = resolve_layer(req, name)
+        resource, dataset, default_style = find_layer(req, name)
         style_name = styles[index] if index < len(styles) else None
-        sld = layer_sld(req, dataset, style_name or None, sld_layers)
+        sld = layer_sld(req, dataset, style_name or None, sld_layers) or default_style
         specs.append(render.LayerSpec(resource, dataset, sld=sld, time=layer_time(req, resource, dataset)))
     return specs
 

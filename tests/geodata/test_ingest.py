@@ -262,3 +262,18 @@ def test_journal_undo_removes_what_a_killed_attempt_wrote(db, settings, tmp_path
     assert not layer_exists(settings, SimpleNamespace(storage=stored.storage, location=stored.layer.location))
     assert files_under(settings.DATA_DIR) == before
     assert not (tmp_path / "journal.jsonl").exists()
+
+
+def test_validation_keeps_layers_for_the_store_within_its_memory_budget(tmp_path):
+    from cartotheca.geodata import sources
+    from tests.geodata import fixtures as fx
+
+    path = fx.write_points(tmp_path)
+    candidate = sources.Candidate("vector", path, path.stem, "GPKG")
+    [kept] = sources.inspect_vector(candidate, charset=None, time=False)
+    assert kept.source.preloaded is not None and sum(b.num_rows for b in kept.source.preloaded.batches) \
+        == kept.feature_count
+    [streamed] = sources.inspect_vector(candidate, charset=None, time=False,
+                                        budget=sources.PreloadBudget(10))
+    assert streamed.source.preloaded is None  # too large for the budget: the store reads the file
+    assert streamed.feature_count == kept.feature_count

@@ -515,3 +515,28 @@ def test_cog_refuses_bad_names_and_unreadable_sources(cog_store, tmp_path):
     with pytest.raises(InvalidInput):
         cog_store.write_cog(str(broken), "broken")
     assert not cog_store.root.exists() or list(cog_store.root.iterdir()) == []
+
+
+def test_hex_ewkb_matches_shapely_for_every_kind_of_wkb():
+    import pyarrow as pa
+
+    from cartotheca.geodata.storage._source import wkb_type_codes
+    from cartotheca.geodata.storage.postgis import _wkb_bounds, hex_ewkb
+
+    geometries = np.array([shapely.Point(1.5, -2), None, shapely.from_wkt("POINT EMPTY"),
+                           shapely.box(0, 0, 2, 3), shapely.from_wkt("LINESTRING Z (0 0 1, 1 1 2)")],
+                          dtype=object)
+    expected = [None if g is None else shapely.to_wkb(shapely.set_srid(g, 3857), hex=True, include_srid=True)
+                for g in geometries]
+    little = pa.array([None if g is None else shapely.to_wkb(g, flavor="extended") for g in geometries],
+                      pa.binary())
+    big = pa.array([None if g is None else shapely.to_wkb(g, byte_order=0) for g in geometries], pa.binary())
+    for column in (little, big, little.slice(1)):
+        got = hex_ewkb(column, 3857).to_pylist()
+        reference = expected[len(expected) - len(column):]
+        assert [None if v is None else shapely.from_wkb(bytes.fromhex(v)) for v in got] == \
+            [None if v is None else shapely.from_wkb(bytes.fromhex(v)) for v in reference]
+        assert all(v is None or shapely.get_srid(shapely.from_wkb(bytes.fromhex(v))) == 3857 for v in got)
+    points = pa.array([shapely.to_wkb(shapely.Point(x, -x)) for x in (3.0, -1.0, 7.5)], pa.binary())
+    assert list(_wkb_bounds(points, wkb_type_codes(points))) == [-1.0, -7.5, 7.5, 1.0]
+    assert _wkb_bounds(little, wkb_type_codes(little)) is None  # not only points: PostGIS measures

@@ -435,3 +435,66 @@ def test_render_thumbnail_for_other_modules(db, settings, polygons):
     assert all(_has(image, colour) for colour in (RED, GREEN, BLUE, YELLOW, MAGENTA))
     # widened to the image's shape, not stretched: the sides stay empty
     assert image[:, :5, 3].max() == 0 and image[:, -5:, 3].max() == 0
+
+
+def test_thumbnail_of_a_large_layer_draws_an_even_sample(db, settings, points, monkeypatch):
+    from cartotheca.db.models import Resource
+    from cartotheca.ows import render
+
+    resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
+                                   .where(Resource.id == points.id)).one()
+
+    def red_pixels() -> int:
+        image = pixels(render.render_thumbnail(settings, resource, dataset, 300, 150))
+        return int((image == np.array(RED, dtype=np.uint8)).all(axis=2).sum())
+
+    everything = red_pixels()
+    monkeypatch.setattr(render, "THUMBNAIL_FEATURES", 3)  # 10 points: every 4th is drawn
+    sampled = red_pixels()
+    assert 0 < sampled < everything
+    assert sampled == pytest.approx(everything * 2 / 10, rel=0.35)  # fids 4 and 8 of 10
+
+
+def test_png_encoder_keeps_straight_alpha_and_colours():
+    import mapnik
+
+    from cartotheca.ows import render
+
+    image = mapnik.Image(4, 3)
+    image.fill(mapnik.Color(200, 100, 50, 128))
+    image.set_pixel(0, 0, mapnik.Color(0, 0, 255, 255))
+    image.premultiply()
+    decoded = pixels(render.encode_png(image, alpha=True))
+    assert decoded.shape == (3, 4, 4)
+    assert tuple(decoded[0, 0]) == (0, 0, 255, 255)
+    assert np.abs(decoded[1:, 1:].astype(int) - (200, 100, 50, 128)).max() <= 1
+    opaque = mapnik.Image(4, 3)
+    opaque.fill(mapnik.Color(10, 20, 30, 255))
+    assert (pixels(render.encode_png(opaque, alpha=False)) == (10, 20, 30, 255)).all()
+
+
+def test_marker_of_a_point_just_outside_the_view_is_drawn_where_it_reaches_in(client, points):
+    # Point 0 is at (-10, 40): 3 px left of this 0.1°/px view; its 10 px square reaches 2 px in.
+    response = wms(client, request="GetMap", version="1.1.1", layers=points.alternate, styles="",
+                   srs="EPSG:4326", bbox="-9.7,35,0.3,45", width="100", height="100",
+                   format="image/png", transparent="TRUE", time="2024-01-01")
+    image = pixels(response.content)
+    assert (image[46:54, :2] == np.array(RED, dtype=np.uint8)).all()
+    assert image[46:54, 2:4, 3].max() == 0
+
+
+def test_buffer_follows_what_the_style_draws():
+    from cartotheca.ows import render
+    from cartotheca.ows import sld as sldlib
+    from tests.geodata.fixtures import polygons_sld
+    from tests.ows.conftest import RED_SQUARES_SLD
+
+    def buffer(text: str) -> int:
+        styles = sldlib.mapnik_styles(sldlib.first_user_style(text), "t")
+        return render._buffer_pixels([render._reach(el) for el in styles])
+
+    assert buffer(polygons_sld()) <= 3  # fills and 1 px outlines
+    assert 8 <= buffer(RED_SQUARES_SLD) < render.BUFFER_PIXELS  # 10 px squares, turned or not
+    labels = RED_SQUARES_SLD.replace(
+        "</PointSymbolizer>", "</PointSymbolizer><TextSymbolizer><Label>x</Label></TextSymbolizer>")
+    assert buffer(labels) == render.BUFFER_PIXELS

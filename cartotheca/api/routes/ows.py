@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
+from starlette.background import BackgroundTasks
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from cartotheca.api.deps import get_db, get_principal, get_settings
-from cartotheca.catalogue.auth import Principal
+from cartotheca.api.deps import app_state, get_principal, get_settings
 from cartotheca.errors import (
     AuthenticationFailed,
     CartothecaError,
@@ -41,8 +40,9 @@ OPERATION_SERVICE = {
 }
 
 
-async def _dispatch(request: Request, session: Session, principal: Principal, settings: Settings,
-                    path_service: str | None) -> Response:
+async def _parse(request: Request, path_service: str | None):
+    """(params, multi-valued params, body, parsed XML body, service) of an OWS request, or the
+    exception report answering a request that names no known service."""
     params = {k.upper(): v for k, v in request.query_params.items()}
     # Keys that repeat (WCS SUBSET, one per axis) keep every value here
     multi: dict[str, list[str]] = {}
@@ -75,19 +75,20 @@ async def _dispatch(request: Request, session: Session, principal: Principal, se
     service = (params.get("SERVICE") or path_service or "").upper()
     if not service:
         service = OPERATION_SERVICE.get((params.get("REQUEST") or "").upper(), "")
-    module_name = SERVICES.get(service)
-    if module_name is None:
+    if service not in SERVICES:
         return report(OWSException(
             "InvalidParameterValue" if service else "MissingParameterValue",
             f"Unknown service {service!r}" if service else "Parameter SERVICE is required",
             locator="service"), "WFS")
     params["SERVICE"] = service
-    ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
-                     service_url=_service_url(request, settings), method=request.method,
-                     body=body, xml=xml, extra={"multi_params": multi})
+    return params, multi, body, xml, service
+
+
+def _handle(ows: OWSRequest, service: str, params: dict[str, str]) -> Response:
+    """The service's answer, or its exception report (runs in the thread pool)."""
     try:
-        module = importlib.import_module(f"cartotheca.ows.{module_name}")
-        return await run_in_threadpool(module.handle, ows)
+        module = importlib.import_module(f"cartotheca.ows.{SERVICES[service]}")
+        return module.handle(ows)
     except OWSException as exc:
         return report(exc, service, params.get("VERSION"))
     except (NotAuthenticated, AuthenticationFailed):
@@ -100,25 +101,67 @@ async def _dispatch(request: Request, session: Session, principal: Principal, se
                       params.get("VERSION"))
 
 
+def _map_in_one_trip(request: Request, path_service: str | None, params: dict[str, str],
+                     multi: dict[str, list[str]], service: str) -> Response:
+    """A GetMap: session, requester, lookup and drawing in one trip to the thread pool (a map
+    costs a few milliseconds, so the hops of separate sync dependencies would show)."""
+    settings = get_settings(request)
+    with app_state(request).sessions() as session:
+        # A map only reads: without a transaction there is no BEGIN and no ROLLBACK round trip
+        # to the catalogue database around its one query.
+        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        principal = get_principal(request, session)
+        ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
+                         service_url=_service_url(request, settings), method=request.method,
+                         body=None, xml=None, extra={"multi_params": multi})
+        return _handle(ows, service, params)
+
+
+async def _serve(request: Request, path_service: str | None) -> Response:
+    parsed = await _parse(request, path_service)
+    if isinstance(parsed, Response):
+        return parsed
+    params, multi, body, xml, service = parsed
+    if request.method == "GET" and service == "WMS" and (params.get("REQUEST") or "").upper() == "GETMAP":
+        return await run_in_threadpool(_map_in_one_trip, request, path_service, params, multi, service)
+    settings = get_settings(request)
+    session = app_state(request).sessions()
+    try:
+        principal = await run_in_threadpool(get_principal, request, session)
+        ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
+                         service_url=_service_url(request, settings), method=request.method,
+                         body=body, xml=xml, extra={"multi_params": multi})
+        response = await run_in_threadpool(_handle, ows, service, params)
+    except BaseException:
+        session.close()
+        raise
+    _close_after(response, session)
+    return response
+
+
+def _close_after(response: Response, session: Session) -> None:
+    """Close the session once the response is sent (streamed features read through it)."""
+    tasks = BackgroundTasks()
+    if response.background is not None:
+        tasks.add_task(response.background)
+    tasks.add_task(session.close)
+    response.background = tasks
+
+
 def _service_url(request: Request, settings: Settings) -> str:
     # Capabilities advertise the public URL (SITEURL), so clients behind a proxy reach it.
     return f"{settings.site_base}{request.url.path}"
 
 
-Db = Annotated[Session, Depends(get_db)]
-Who = Annotated[Principal, Depends(get_principal)]
-Conf = Annotated[Settings, Depends(get_settings)]
-
-
 @router.api_route("/ows", methods=["GET", "POST"])
 @router.api_route("/geoserver/ows", methods=["GET", "POST"])
-async def ows(request: Request, db: Db, principal: Who, settings: Conf) -> Response:
-    return await _dispatch(request, db, principal, settings, None)
+async def ows(request: Request) -> Response:
+    return await _serve(request, None)
 
 
 @router.api_route("/geoserver/{service}", methods=["GET", "POST"])
-async def ows_service(service: str, request: Request, db: Db, principal: Who, settings: Conf) -> Response:
+async def ows_service(service: str, request: Request) -> Response:
     if service.upper() not in SERVICES:
         return report(OWSException("InvalidParameterValue", f"Unknown service {service}",
                                    locator="service"), "WFS")
-    return await _dispatch(request, db, principal, settings, service.upper())
+    return await _serve(request, service.upper())

@@ -13,8 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from cartotheca.api.deps import app_state, get_principal, get_settings
-from cartotheca.catalogue.datasets import get_dataset
-from cartotheca.ows import tiles
+from cartotheca.ows import render, tiles
 
 router = APIRouter(tags=["tiles"], include_in_schema=False)  # map-server paths, not API v2
 
@@ -39,8 +38,9 @@ def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ex
     settings = get_settings(request)
     with app_state(request).sessions() as db:
         principal = get_principal(request, db)
-        resource, dataset = get_dataset(db, principal, settings, alternate)
-        job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style)
+        resource, dataset, default_sld = render.find_dataset(db, principal, settings, alternate)
+        job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style,
+                              default_sld=default_sld)
     headers = {
         "ETag": job.etag,
         # Tiles of non-public data must not land in shared caches.

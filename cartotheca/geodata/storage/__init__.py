@@ -43,6 +43,22 @@ class SourceLayer:
     crs_wkt: str | None = None
     geometry_type: str | None = None
     feature_count: int | None = None
+    # The layer as validation read it (Arrow batches), so the store copies it without reading
+    # the file a second time; None when it was too large to keep.
+    preloaded: Preloaded | None = field(default=None, compare=False, repr=False)
+
+
+class Preloaded:
+    """Arrow batches of a layer exactly as ``pyogrio.raw.open_arrow`` streamed them, with the
+    stream's metadata; ``release`` frees them once the data is stored."""
+
+    def __init__(self, meta: dict[str, Any], schema: Any, batches: list[Any]):
+        self.meta = meta
+        self.schema = schema
+        self.batches: list[Any] | None = batches
+
+    def release(self) -> None:
+        self.batches = None
 
 
 @dataclass

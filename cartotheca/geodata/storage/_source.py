@@ -268,12 +268,19 @@ def open_source(source: SourceLayer, batch_size: int = BATCH_SIZE) -> Iterator[S
         encoding = None
     label = source.path.rsplit("/", 1)[-1]
     with contextlib.ExitStack() as stack:
-        try:
-            meta, reader = stack.enter_context(pyogrio.raw.open_arrow(
-                source.path, layer=source.layer, encoding=encoding, batch_size=batch_size,
-                use_pyarrow=True, **source.open_options))
-        except Exception as exc:
-            raise InvalidInput(f"{label} could not be read: {exc}") from None
+        preloaded = source.preloaded
+        if preloaded is not None and preloaded.batches is not None:
+            import pyarrow as pa
+
+            meta = preloaded.meta
+            reader = pa.RecordBatchReader.from_batches(preloaded.schema, iter(preloaded.batches))
+        else:
+            try:
+                meta, reader = stack.enter_context(pyogrio.raw.open_arrow(
+                    source.path, layer=source.layer, encoding=encoding, batch_size=batch_size,
+                    use_pyarrow=True, **source.open_options))
+            except Exception as exc:
+                raise InvalidInput(f"{label} could not be read: {exc}") from None
         geometry_column = meta.get("geometry_name") or "wkb_geometry"
         if geometry_column not in reader.schema.names:
             raise InvalidInput(f"{label} has no geometry column")

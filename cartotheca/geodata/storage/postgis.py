@@ -29,7 +29,7 @@ from cartotheca.geodata.storage._source import (
     crs_info,
     declared_type,
     open_source,
-    promote_geometries,
+    promote_to_multi,
     wkb_type_codes,
 )
 from cartotheca.geodata.storage._sql import SQLVectorStore
@@ -187,6 +187,7 @@ class PostGISStore(SQLVectorStore):
             copy_sql = f"COPY {qualified} ({names}) FROM STDIN WITH (FORMAT csv)"
             count = 0
             bounds = np.array([np.inf, np.inf, -np.inf, -np.inf])
+            measured = True  # every batch was points whose bounds were read from the WKB
             try:
                 with contextlib.ExitStack() as copying:
                     copy = None
@@ -204,6 +205,7 @@ class PostGISStore(SQLVectorStore):
                             cursor.execute(f"ALTER TABLE {qualified} ALTER COLUMN geom TYPE "
                                            f"geometry({_typmod(base, kinds.has_z)}, {srid}) USING {using}")
                         table, box = _csv_table(batch, attributes, srid, promote)
+                        measured = measured and box is not None
                         if box is not None:
                             bounds = np.concatenate([np.minimum(bounds[:2], box[:2]),
                                                      np.maximum(bounds[2:], box[2:])])
@@ -213,6 +215,11 @@ class PostGISStore(SQLVectorStore):
                         pacsv.write_csv(table, buffer, pacsv.WriteOptions(include_header=False))
                         copy.write(buffer.getbuffer())
                         count += len(batch)
+                if count and not measured:
+                    cursor.execute(f"SELECT ST_XMin(e), ST_YMin(e), ST_XMax(e), ST_YMax(e) "
+                                   f"FROM (SELECT ST_Extent(geom) AS e FROM {qualified}) AS extent")
+                    row = cursor.fetchone()
+                    bounds = np.array([np.nan if v is None else float(v) for v in row])
             except (InvalidInput, Conflict):
                 raise
             except Exception as exc:
@@ -355,18 +362,85 @@ def _typmod(base: str, has_z: bool) -> str:
 def _csv_table(batch: Any, attributes: list[Any], srid: int, promote: bool) -> tuple[Any, np.ndarray | None]:
     """The batch as COPY rows (attributes, then hex EWKB) and the bounds of its geometries."""
     import pyarrow as pa
-    import shapely
 
-    wkb = np.asarray(batch.column("geom").to_numpy(zero_copy_only=False), dtype=object)
-    geometries = shapely.from_wkb(wkb, on_invalid="raise")
+    wkb = batch.column("geom")
+    codes = wkb_type_codes(wkb)
     if promote:
-        geometries = promote_geometries(geometries)
-    present = geometries[~shapely.is_missing(geometries) & ~shapely.is_empty(geometries)]
-    box = shapely.total_bounds(present) if len(present) else None
-    ewkb = shapely.to_wkb(shapely.set_srid(geometries, srid), hex=True, include_srid=True, flavor="extended")
-    table = pa.table([*(_csv_column(batch.column(f.name)) for f in attributes), pa.array(ewkb, pa.string())],
+        wkb = promote_to_multi(wkb, codes)
+        codes = wkb_type_codes(wkb)
+    box = _wkb_bounds(wkb, codes)
+    table = pa.table([*(_csv_column(batch.column(f.name)) for f in attributes), hex_ewkb(wkb, srid)],
                      names=[*(f.name for f in attributes), "geom"])
     return table, box
+
+
+def _binary_parts(wkb: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, data bytes) of a binary Arrow array, offsets relative to the data bytes."""
+    import pyarrow as pa
+
+    width = np.int64 if pa.types.is_large_binary(wkb.type) else np.int32
+    _, offsets_buffer, data_buffer = wkb.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype=width, count=len(wkb) + 1,
+                            offset=wkb.offset * width().itemsize)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    return offsets.astype(np.int64), data
+
+
+def hex_ewkb(wkb: Any, srid: int) -> Any:
+    """WKB → hex EWKB (what PostGIS reads as text) for a whole Arrow column at once, without
+    parsing a geometry: in little-endian WKB the type code's high byte is 0, so it takes the SRID
+    flag and the SRID goes in after it (Arrow kernels), then the one data buffer is hex-encoded.
+    Anything else (big-endian WKB, flags already set) goes through shapely."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import shapely
+
+    if isinstance(wkb, pa.ChunkedArray):
+        wkb = wkb.combine_chunks()
+    if pa.types.is_large_binary(wkb.type):
+        wkb = wkb.cast(pa.binary())
+    valid = pc.drop_null(wkb)
+    if len(valid) and not (pc.all(pc.equal(pc.binary_slice(valid, 0, 1), b"\x01")).as_py()
+                           and pc.all(pc.equal(pc.binary_slice(valid, 4, 5), b"\x00")).as_py()
+                           and pc.min(pc.binary_length(valid)).as_py() >= 5):
+        geometries = shapely.from_wkb(np.asarray(wkb.to_numpy(zero_copy_only=False), dtype=object),
+                                      on_invalid="raise")
+        hexed = shapely.to_wkb(shapely.set_srid(geometries, srid), hex=True, include_srid=True,
+                               flavor="extended")
+        return pa.array(hexed, pa.string())
+    flag_and_srid = pa.scalar(b"\x20" + int(srid).to_bytes(4, "little"), pa.binary())
+    ewkb = pc.binary_join_element_wise(pc.binary_slice(wkb, 0, 4), flag_and_srid,
+                                       pc.binary_slice(wkb, 5, 1 << 30), pa.scalar(b"", pa.binary()))
+    offsets, data = _binary_parts(ewkb)
+    hexed = data[offsets[0]:offsets[-1]].tobytes().hex().encode()
+    new_offsets = ((offsets - offsets[0]) * 2).astype(np.int32)
+    validity = ewkb.buffers()[0] if ewkb.null_count else None
+    return pa.Array.from_buffers(pa.string(), len(ewkb), [validity, pa.py_buffer(new_offsets.tobytes()),
+                                                          pa.py_buffer(hexed)], null_count=ewkb.null_count)
+
+
+def _wkb_bounds(wkb: Any, codes: np.ndarray) -> np.ndarray | None:
+    """(minx, miny, maxx, maxy) of a column of 2D little-endian points, read straight from the
+    bytes; None for other geometries (and when all are null or empty)."""
+    import pyarrow as pa
+
+    if isinstance(wkb, pa.ChunkedArray):
+        wkb = wkb.combine_chunks()
+    present = codes >= 0
+    if not present.any():
+        return None
+    if (codes[present] == 1).all():
+        offsets, data = _binary_parts(wkb)
+        starts, lengths = offsets[:-1][present], np.diff(offsets)[present]
+        if (lengths == 21).all() and (data[starts] == 1).all():
+            index = starts[:, None] + np.arange(5, 21)
+            xy = data[index].copy().view("<f8")  # rows of (x, y)
+            with np.errstate(invalid="ignore"):
+                if np.isnan(xy).all():
+                    return None
+                return np.array([np.nanmin(xy[:, 0]), np.nanmin(xy[:, 1]),
+                                 np.nanmax(xy[:, 0]), np.nanmax(xy[:, 1])])
+    return None  # the table's extent is asked of PostGIS once the rows are in
 
 
 def _chain(first: Any, rest: Any):
