@@ -59,10 +59,11 @@ def asset_url(base: str, name: str) -> str:
     return f"{base}{STATIC_PREFIX}/{name}?v={digest}"
 
 
-def render(request: Request, settings: Settings, template: str, page: str, title: str) -> HTMLResponse:
+def render(request: Request, settings: Settings, template: str, page: str, title: str,
+           **extra: Any) -> HTMLResponse:
     base = base_path(request, settings)
     html = _environment().get_template(template).render(
-        base=base, page=page, title=title,
+        base=base, page=page, title=title, **extra,
         script_url=asset_url(base, "app.js"), style_url=asset_url(base, "app.css"),
     )
     return HTMLResponse(html, headers=SECURITY_HEADERS)
@@ -93,3 +94,14 @@ def logout_page(request: Request, settings: SettingsDep) -> HTMLResponse:
 @router.get("/upload")
 def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     return render(request, settings, "upload.html", "upload", "Upload a dataset")
+
+
+@router.get("/account/signup")
+def signup_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "signup.html", "signup", "Sign up",
+                  signup_open=settings.ACCOUNT_OPEN_SIGNUP)
+
+
+@router.get("/account/profile")
+def profile_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "profile.html", "profile", "Your profile")

@@ -14,7 +14,9 @@ export async function setupAccountNav() {
   }
   slot.replaceChildren();
   if (name) slot.append(el('span', { class: 'who' }, `Signed in as ${name} · `));
-  slot.append(el('a', { href: `${base}/account/logout`, id: 'logout-link' }, 'Log out'));
+  slot.append(el('a', { href: `${base}/account/profile`, id: 'profile-link' }, 'Profile'),
+    document.createTextNode(' · '),
+    el('a', { href: `${base}/account/logout`, id: 'logout-link' }, 'Log out'));
   return name;
 }
 
@@ -61,4 +63,97 @@ export function setupLogout() {
     error.textContent = `Logging out failed (HTTP ${response.status}).`;
     error.hidden = false;
   });
+}
+
+async function answerText(response) {
+  try {
+    const data = await response.json();
+    if (Array.isArray(data.errors) && data.errors.length) return data.errors.map(String).join(' ');
+    if (typeof data.detail === 'string') return data.detail;
+    if (typeof data.error_description === 'string') return data.error_description;
+    if (typeof data.error === 'string') return data.error;
+  } catch { /* not JSON */ }
+  return `HTTP ${response.status}`;
+}
+
+// Self sign-up through the API (POST /account/signup); an account may wait for approval.
+export function setupSignup() {
+  const form = document.getElementById('signup-form');
+  if (!form) return; // sign-up is closed
+  const error = document.getElementById('signup-error');
+  const done = document.getElementById('signup-done');
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const body = { username: form.username.value, password: form.password.value };
+    if (form.email.value) body.email = form.email.value;
+    const response = await fetch(`${base}/account/signup`, {
+      method: 'POST', credentials: 'same-origin', body: JSON.stringify(body),
+      headers: { ...SCRIPTED, 'Content-Type': 'application/json', Accept: 'application/json' },
+    });
+    if (!response.ok) {
+      error.textContent = `Signing up failed: ${await answerText(response)}`;
+      error.hidden = false;
+      return;
+    }
+    const data = await response.json();
+    form.hidden = true;
+    done.textContent = data.pending_approval
+      ? 'Your account was created and waits for an administrator\'s approval.'
+      : 'Your account was created. You can log in now.';
+  });
+}
+
+// The signed-in user's claims (GET /o/userinfo) and an API token for scripts (POST /o/token).
+export async function setupProfile() {
+  const anonymous = document.getElementById('profile-anonymous');
+  let claims = null;
+  if (cookie('csrftoken')) {
+    try {
+      claims = await getJson(`${base}/o/userinfo`);
+    } catch { claims = null; }
+  }
+  if (!claims || !claims.preferred_username) {
+    anonymous.hidden = false;
+    return;
+  }
+  const details = document.getElementById('profile-details');
+  const add = (term, value) => {
+    if (value) details.append(el('dt', {}, term), el('dd', {}, value));
+  };
+  add('Username', claims.preferred_username);
+  add('Name', [claims.given_name, claims.family_name].filter(Boolean).join(' '));
+  add('E-mail', claims.email);
+  add('Groups', (claims.groups || []).join(', '));
+  document.getElementById('profile-view').hidden = false;
+  document.getElementById('token-section').hidden = false;
+  const form = document.getElementById('token-form');
+  const error = document.getElementById('token-error');
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const fields = new URLSearchParams({
+      grant_type: 'password', username: claims.preferred_username, password: form.password.value,
+      client_id: form.client_id.value,
+    });
+    if (form.client_secret.value) fields.set('client_secret', form.client_secret.value);
+    const response = await fetch(`${base}/o/token`, {
+      method: 'POST', credentials: 'omit', body: fields,
+      headers: { ...SCRIPTED, Accept: 'application/json' },
+    });
+    form.password.value = '';
+    if (!response.ok) {
+      error.textContent = `No token was issued: ${await answerText(response)}`;
+      error.hidden = false;
+      return;
+    }
+    const token = await response.json();
+    document.getElementById('token-value').textContent = token.access_token;
+    document.getElementById('token-expiry').textContent = token.expires_in
+      ? `It expires in ${Math.round(token.expires_in / 60)} minutes.` : '';
+    document.getElementById('token-usage').textContent = 'Authorization: Bearer <token>';
+    document.getElementById('token-result').hidden = false;
+    document.getElementById('token-result').setAttribute('data-ready', 'true');
+  });
+  document.getElementById('token-section').setAttribute('data-ready', 'true');
 }

@@ -3,7 +3,7 @@
 // after checking their scheme.
 import 'ol/ol.css';
 import './app.css';
-import { setupAccountNav, setupLogin, setupLogout } from './account.js';
+import { setupAccountNav, setupLogin, setupLogout, setupProfile, setupSignup } from './account.js';
 import { configureCatalogue, search, setupSearch } from './catalogue.js';
 import { resourceRoute, showResource } from './resource.js';
 import { setupUpload } from './upload.js';
@@ -37,6 +37,10 @@ function start() {
     setupLogin();
   } else if (page === 'logout') {
     setupLogout();
+  } else if (page === 'signup') {
+    setupSignup();
+  } else if (page === 'profile') {
+    setupProfile();
   } else if (page === 'upload') {
     setupUpload(signedIn);
   }

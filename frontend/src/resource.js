@@ -8,6 +8,7 @@ import { transformExtent } from 'ol/proj.js';
 import { defaults as defaultControls } from 'ol/control/defaults.js';
 import { api, base, getJson } from './api.js';
 import { el, safeUrl } from './dom.js';
+import { hideEditing, setupEditing } from './editing.js';
 
 let resourceMap = null;
 let resourceSerial = 0;
@@ -22,31 +23,137 @@ function addMeta(list, term, value) {
   list.append(el('dt', {}, term), el('dd', {}, value));
 }
 
-function showMap(resource) {
-  const figure = document.getElementById('resource-figure');
-  const target = document.getElementById('resource-map');
-  if (resource.resource_type !== 'dataset' || !resource.alternate) return;
-  figure.hidden = false;
-  const coords = resource.extent && resource.extent.coords;
-  const extent = transformExtent(
+function fitExtent(coords) {
+  return transformExtent(
     [Math.max(coords[0], -180), Math.max(coords[1], -85), Math.min(coords[2], 180), Math.min(coords[3], 85)],
     'EPSG:4326', 'EPSG:3857',
   );
-  const source = new ImageWMS({
-    url: `${base}/ows`,
-    params: { LAYERS: resource.alternate, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true },
-    ratio: 1,
+}
+
+// Draws WMS layers ({name, opacity, visible}, bottom first) into the preview.
+function drawLayers(layers, coords) {
+  const figure = document.getElementById('resource-figure');
+  const target = document.getElementById('resource-map');
+  figure.hidden = false;
+  let pending = layers.filter((l) => l.visible).length;
+  if (!pending) target.setAttribute('data-loaded', 'true');
+  const olLayers = layers.map((layer) => {
+    const source = new ImageWMS({
+      url: `${base}/ows`,
+      params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true },
+      ratio: 1,
+    });
+    let counted = false;
+    source.on('imageloadend', () => {
+      if (!counted) { counted = true; pending -= 1; }
+      if (pending <= 0) target.setAttribute('data-loaded', 'true');
+    });
+    source.on('imageloaderror', () => target.setAttribute('data-loaded', 'error'));
+    return new ImageLayer({ source, opacity: layer.opacity, visible: layer.visible });
   });
-  source.on('imageloadend', () => target.setAttribute('data-loaded', 'true'));
-  source.on('imageloaderror', () => target.setAttribute('data-loaded', 'error'));
   if (resourceMap) resourceMap.setTarget(null);
   resourceMap = new Map({
     target,
-    layers: [new ImageLayer({ source })],
+    layers: olLayers,
     view: new View({ projection: 'EPSG:3857' }),
     controls: defaultControls({ attribution: false, rotate: false }),
   });
-  resourceMap.getView().fit(extent, { size: resourceMap.getSize() });
+  const extent = coords && coords.length === 4 ? coords : [-180, -85, 180, 85];
+  resourceMap.getView().fit(fitExtent(extent), { size: resourceMap.getSize() });
+  const size = resourceMap.getSize();
+  if (size) target.dataset.extent = JSON.stringify(resourceMap.getView().calculateExtent(size));
+}
+
+function showMap(resource) {
+  if (resource.resource_type !== 'dataset' || !resource.alternate) return;
+  document.getElementById('resource-map').setAttribute('aria-label', `Map of ${resource.title || 'the dataset'}`);
+  drawLayers([{ name: resource.alternate, opacity: 1, visible: true }], resource.extent && resource.extent.coords);
+}
+
+// A map's layers, in their order, each with its opacity and visibility.
+async function showMapLayers(resource, serial) {
+  let record;
+  try {
+    record = (await getJson(api(`maps/${resource.pk}`))).map;
+  } catch {
+    return;
+  }
+  if (serial !== resourceSerial || !record) return;
+  const layers = [...(record.maplayers || [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0)).map((l) => ({
+    name: (l.dataset && l.dataset.alternate) || l.name,
+    title: (l.dataset && l.dataset.title) || l.name,
+    opacity: typeof l.opacity === 'number' ? l.opacity : 1,
+    visible: l.visibility !== false,
+  })).filter((l) => l.name);
+  const list = document.getElementById('map-layers');
+  list.replaceChildren();
+  for (const layer of layers) {
+    const item = el('li', { 'data-layer': layer.name });
+    item.append(el('span', { class: 'layer-title' }, layer.title),
+      document.createTextNode(` · opacity ${Math.round(layer.opacity * 100)} %${layer.visible ? '' : ' · hidden'}`));
+    list.append(item);
+  }
+  document.getElementById('map-layers-section').hidden = layers.length === 0;
+  document.getElementById('resource-map').setAttribute('aria-label', `Map ${resource.title || ''}`.trim());
+  const coords = resource.extent && resource.extent.coords;
+  drawLayers(layers, coords);
+  document.getElementById('map-layers-section').setAttribute('data-ready', 'true');
+}
+
+// A document shown inline when the browser can (images, PDF, text), else a download link.
+async function showDocument(resource, serial) {
+  let record = resource;
+  try {
+    record = (await getJson(api(`documents/${resource.pk}`))).document || resource;
+  } catch { /* the resource's own record has the download link */ }
+  if (serial !== resourceSerial) return;
+  resource = record; // eslint-disable-line no-param-reassign
+  const section = document.getElementById('document-view');
+  const slot = document.getElementById('document-content');
+  slot.replaceChildren();
+  const href = safeUrl(resource.href);
+  const download = safeUrl(resource.download_url) || href;
+  const mime = resource.mime_type || '';
+  const sameSite = href && new URL(href).origin === window.location.origin;
+  const name = resource.title || 'the document';
+  if (href && /^image\/(png|jpeg|gif)$/.test(mime)) {
+    slot.append(el('img', { src: href, alt: `The document ${name}`, class: 'document-image' }));
+  } else if (href && sameSite && (mime === 'application/pdf' || mime === 'text/plain')) {
+    slot.append(el('iframe', { src: href, title: `The document ${name}`, class: 'document-frame' }));
+  }
+  if (download) {
+    const para = el('p');
+    para.append(el('a', { href: download, id: 'document-download' }, `Download ${name}`));
+    if (resource.extension) para.append(document.createTextNode(` (${resource.extension})`));
+    slot.append(para);
+  }
+  section.hidden = !slot.childElementCount;
+  section.setAttribute('data-ready', 'true');
+}
+
+// The resources this one links to and those linking to it.
+async function showLinked(resource, serial) {
+  const section = document.getElementById('linked-resources');
+  const list = document.getElementById('linked-list');
+  list.replaceChildren();
+  let data;
+  try {
+    data = await getJson(api(`resources/${resource.pk}/linked_resources`));
+  } catch {
+    return;
+  }
+  if (serial !== resourceSerial) return;
+  const entries = [...(data.linked_to || []).map((r) => ['Links to', r]), ...(data.linked_by || []).map((r) => ['Linked from', r])];
+  for (const [relation, other] of entries) {
+    const item = el('li', { 'data-relation': relation === 'Links to' ? 'to' : 'by' });
+    item.append(document.createTextNode(`${relation} ${other.resource_type || 'resource'}: `));
+    const href = safeUrl(other.detail_url);
+    item.append(href ? el('a', { href, class: 'linked-link' }, other.title || href) : el('span', {}, other.title));
+    list.append(item);
+  }
+  if (!entries.length) list.append(el('li', {}, 'No linked resources.'));
+  section.hidden = false;
+  section.setAttribute('data-ready', 'true');
 }
 
 const ROWS = 10;
@@ -115,6 +222,11 @@ export async function showResource(route) {
   for (const node of [meta, keywords, links]) node.replaceChildren();
   document.getElementById('resource-figure').hidden = true;
   document.getElementById('resource-map').removeAttribute('data-loaded');
+  for (const id of ['map-layers-section', 'document-view', 'linked-resources']) {
+    document.getElementById(id).hidden = true;
+    document.getElementById(id).removeAttribute('data-ready');
+  }
+  hideEditing();
   thumbnail.hidden = true;
   error.hidden = true;
   attributeSerial += 1;
@@ -173,6 +285,10 @@ export async function showResource(route) {
     links.append(item);
   }
   showMap(resource);
+  if (resource.resource_type === 'map') showMapLayers(resource, serial);
+  if (resource.resource_type === 'document') showDocument(resource, serial);
+  showLinked(resource, serial);
+  setupEditing(resource, () => showResource(route));
   if (resource.resource_type === 'dataset' && resource.alternate && resource.subtype !== 'raster') {
     showAttributes(resource, 0);
   }
