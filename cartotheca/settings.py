@@ -123,6 +123,9 @@ class Settings(BaseSettings):
     WFS_COUNT_DEFAULT: int = 10000  # advertised CountDefault; the page size of a GetFeature
     OWS_MAX_IMAGE_SIZE: int = 4096  # largest GetMap/GetLegendGraphic width or height
     THUMBNAIL_SIZE: list[int] = Field(default_factory=lambda: [500, 200])
+    # Layers with more features than this get their thumbnail from an execution of its own, started
+    # right after the upload's import commits, so publishing a large layer does not wait for it.
+    THUMBNAIL_INLINE_MAX_FEATURES: int = 5000
 
     # Tiles and coverages (XYZ, WMTS, WCS)
     TILE_MAX_AGE: int = 300  # seconds browsers may reuse a tile before revalidating its ETag

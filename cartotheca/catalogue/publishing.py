@@ -164,8 +164,13 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
                   files: Mapping[str, Path], options: IngestOptions, *, key: str | None = None,
                   workdir: Path | None = None, progress: Progress | None = None,
                   on_stored: Callable[[Callable[[], None]], None] | None = None,
-                  journal: Journal | None = None) -> list[Resource]:
+                  journal: Journal | None = None,
+                  defer_thumbnail: Callable[[Resource], None] | None = None) -> list[Resource]:
     """Validate, store and record the upload; returns the new (or replaced) resources.
+
+    ``defer_thumbnail``, when given, takes the thumbnail of each layer larger than
+    THUMBNAIL_INLINE_MAX_FEATURES (the ingest job starts an execution that draws it); smaller
+    layers, and every layer without it, get theirs here.
 
     ``on_stored`` receives an undo action for each piece of stored data (the ingest job hands
     them to the engine's failure hooks); the session's rollback also undoes them. ``journal``
@@ -194,7 +199,10 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
         session.flush()
         report("thumbnails", 90.0)
         for item, resource in zip(plans, resources, strict=True):
-            _thumbnail(session, settings, resource, item, on_stored, journal)
+            if defer_thumbnail is not None and _is_large(session, settings, resource):
+                defer_thumbnail(resource)
+            else:
+                _thumbnail(session, settings, resource, item, on_stored, journal)
             events.record(session, events.DATASET_PUBLISHED, resource=resource, actor=principal)
         return resources
     finally:
@@ -245,6 +253,26 @@ def after_commit(session: Session, action: Callable[[], None]) -> None:
 
     event.listen(session, "after_commit", committed, once=True)
     event.listen(session, "after_rollback", rolled_back, once=True)
+
+
+def _is_large(session: Session, settings: Settings, resource: Resource) -> bool:
+    features = session.scalar(select(Dataset.feature_count).where(Dataset.resource_id == resource.id))
+    return features is not None and features > settings.THUMBNAIL_INLINE_MAX_FEATURES
+
+
+def draw_thumbnail(session: Session, settings: Settings, resource: Resource) -> bool:
+    """Draw a published dataset's thumbnail again (the deferred thumbnail of a large layer);
+    False when there is nothing to draw (the dataset was deleted in the meantime)."""
+    from cartotheca.catalogue.thumbnails import write_thumbnail
+    from cartotheca.ows.render import render_thumbnail
+
+    dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)
+                             .options(selectinload(Dataset.styles)))
+    if dataset is None:
+        return False
+    width, height = settings.THUMBNAIL_SIZE[:2]
+    write_thumbnail(settings, resource, render_thumbnail(settings, resource, dataset, width, height))
+    return True
 
 
 def _thumbnail(session: Session, settings: Settings, resource: Resource, item: Plan,

@@ -41,6 +41,7 @@ class JobContext:
     execution: ExecutionRequest
     params: dict[str, Any]
     cleanups: list[Callable[[], None]] = field(default_factory=list)
+    follow_ups: list[dict[str, Any]] = field(default_factory=list)
 
     def step(self, name: str) -> None:
         self.execution.step = name
@@ -52,6 +53,13 @@ class JobContext:
     def on_failure(self, cleanup: Callable[[], None]) -> None:
         """Register a compensating action (e.g. remove written files) run if the job fails."""
         self.cleanups.append(cleanup)
+
+    def follow_up(self, func_name: str, action: str, params: dict[str, Any],
+                  resource_id: int | None = None) -> None:
+        """Ask for another execution, created in this job's transaction (so only if it commits)
+        and started once it has."""
+        self.follow_ups.append({"func_name": func_name, "action": action, "input_params": params,
+                                "resource_id": resource_id})
 
 
 Job = Callable[[JobContext], dict[str, Any]]
@@ -128,7 +136,11 @@ class Engine:
                 execution.status = FINISHED
                 execution.step = None
                 execution.finished = execution.last_updated = utcnow()
+                follow_ups = [self.submit(session, user_id=execution.user_id, **f).exec_id
+                              for f in ctx.follow_ups]
                 session.commit()
+                for follow_up in follow_ups:
+                    self.dispatch(follow_up)
                 return FINISHED
             except Exception as exc:  # every failure ends as a recorded "failed"
                 session.rollback()

@@ -138,6 +138,8 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
             key=ctx.execution.exec_id.replace("-", ""), workdir=staging / "work",
             progress=lambda step, _pct: ctx.step(step), on_stored=ctx.on_failure,
             journal=publishing.Journal(staging / publishing.JOURNAL_NAME),
+            defer_thumbnail=lambda resource: ctx.follow_up(
+                "dataset_thumbnail", "thumbnail", {"resource_id": resource.id}, resource.id),
         )
         ctx.step("finishing")
         upload = ctx.session.get(Upload, upload_id)
@@ -188,6 +190,16 @@ def harvester_harvest(ctx: JobContext) -> dict[str, Any]:
                               ctx.params.get("session_id"), ctx.step)
 
 
+def dataset_thumbnail(ctx: JobContext) -> dict[str, Any]:
+    """Draw the thumbnail of a large layer the import published without one."""
+    resource = ctx.session.get(Resource, ctx.params["resource_id"])
+    if resource is None:
+        return {"output": {"thumbnail": None, "reason": "the resource was deleted"}}
+    ctx.step("thumbnail")
+    drawn = publishing.draw_thumbnail(ctx.session, ctx.settings, resource)
+    return {"output": {"thumbnail": resource.thumbnail_url if drawn else None}}
+
+
 JOBS: dict[str, Job] = {
     "set_permissions": set_permissions,
     "remove_permissions": remove_permissions,
@@ -197,6 +209,7 @@ JOBS: dict[str, Job] = {
     "create": create,
     "ingest": ingest,
     "import_upload": import_upload,
+    "dataset_thumbnail": dataset_thumbnail,
     "management_command": management_command,
     "harvester_check_availability": harvester_check_availability,
     "harvester_refresh": harvester_refresh,

@@ -379,3 +379,43 @@ def test_geonodectl_style_flags_are_accepted(client, db, auth, tmp_path):
                                 overwrite_existing_layer="False", skip_existing_layers="False",
                                 permissions=GEONODECTL_PERMISSIONS)
     assert record["status"] == "finished", record
+
+
+
+# -- thumbnails of large layers ------------------------------------------------------------
+
+
+def test_a_large_layer_gets_its_thumbnail_from_a_follow_up_execution(make_app, db, tmp_path):
+    from fastapi.testclient import TestClient
+
+    make_user(db, "ana")
+    auth = basic("ana", PASSWORD)
+    # Layers of more features than this are drawn by an execution of their own.
+    app = make_app(THUMBNAIL_INLINE_MAX_FEATURES=len(fx.POLYGONS))
+    assert fx.POINT_COUNT > len(fx.POLYGONS)
+
+    def thumbnail_runs(resource_id: int) -> list[ExecutionRequest]:
+        return db.scalars(select(ExecutionRequest).where(
+            ExecutionRequest.func_name == "dataset_thumbnail",
+            ExecutionRequest.resource_id == resource_id)).all()
+
+    with TestClient(app) as client:
+        record = fx.upload_and_wait(client, auth, fx.write_points(tmp_path, "many_wells"))
+        assert record["status"] == "finished", record
+        resource, _ = dataset_for(db, record)
+        [follow_up] = thumbnail_runs(resource.id)
+        assert follow_up.user_id == resource.owner_id and follow_up.action == "thumbnail"
+        done = fx.wait_execution(client, auth, follow_up.exec_id)
+        assert done["status"] == "finished", done
+        db.expire_all()
+        resource = db.get(Resource, resource.id)
+        assert resource.thumbnail_url == f"http://testserver/thumbnails/{resource.uuid}.png"
+        png = client.get(f"/thumbnails/{resource.uuid}.png")
+        assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+
+        # A layer at the limit is drawn by the import itself: no execution of its own.
+        small = fx.upload_and_wait(client, auth, fx.write_polygons(tmp_path / "s", "few_lakes"))
+        assert small["status"] == "finished", small
+        small_resource, _ = dataset_for(db, small)
+        assert small_resource.thumbnail_url == f"http://testserver/thumbnails/{small_resource.uuid}.png"
+        assert thumbnail_runs(small_resource.id) == []
