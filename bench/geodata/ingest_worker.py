@@ -114,6 +114,7 @@ def warm_imports() -> None:
     alone takes ~0.15 s) is not part of a write's cost."""
     import psycopg  # noqa: F401  (the floor imports it before its timing too)
     import pyarrow.compute  # noqa: F401
+    import pyogrio  # noqa: F401  (the floor's too; validation would import it lazily, ~0.15 s)
     import shapely  # noqa: F401
 
     import cartotheca.geodata.storage.geopackage  # noqa: F401
