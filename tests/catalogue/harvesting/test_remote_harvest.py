@@ -173,6 +173,33 @@ def test_wms_harvest_of_the_remote_ows(remote, local):
         assert {"link_type": "OGC:WMS", "url": f"{remote.url}ows"}.items() <= next(
             link for link in copy["links"] if link["link_type"] == "OGC:WMS").items()
 
+    # A change on the remote reaches its capabilities, and the next harvest updates in place.
+    source = next(r for r in datasets.values() if r["alternate"].endswith(":points"))
+    before = harvested[source["title"]]
+    new_title = f"Points seen over WMS {uuid.uuid4().hex[:6]}"
+    remote.patch(source["pk"], title=new_title, abstract="Abstract changed remotely")
+    try:
+        act(local, harvester, "harvesting-resources")
+        after = local_remote_resources(local)
+        assert set(after) == ({r["title"] for r in datasets.values()} - {source["title"]}) | {new_title}
+        assert after[new_title]["pk"] == before["pk"]
+        assert after[new_title]["abstract"] == "Abstract changed remotely"
+        assert harvestable(local, harvester)[source["alternate"]]["title"] == new_title
+
+        # A remote that stopped answering: unavailable, and nothing harvested is touched.
+        listed = harvestable(local, harvester)
+        remote.stop()
+        try:
+            record = act(local, harvester, "harvesting-resources")
+            assert record["remote_available"] is False and record["status"] == "ready"
+            assert local_remote_resources(local) == after
+            assert harvestable(local, harvester) == listed
+        finally:
+            remote.start(wait=False)
+    finally:
+        remote.ensure_up()
+        remote.patch(source["pk"], title=source["title"], abstract=source["abstract"])
+
 
 def test_csw_harvest_makes_metadata_only_records(remote, local):
     offered = {r["uuid"]: r for r in remote.resources()}
