@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from cartotheca import net
 from cartotheca.catalogue import document_content as content
-from cartotheca.catalogue import events, thumbnails
+from cartotheca.catalogue import events, thumbnails, upload_limits
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -52,9 +52,18 @@ class NewDocument:
     metadata_only: bool | None = None
 
 
-def max_bytes(settings: Settings) -> int:
-    """MAX_DOCUMENT_SIZE is in megabytes (GeoNode's unit)."""
-    return int(settings.MAX_DOCUMENT_SIZE * 1024 * 1024)
+def max_bytes(settings: Settings, session: Session | None = None) -> int:
+    """The largest document file: the ``document_upload_size`` limit staff may set through the
+    API (MAX_DOCUMENT_SIZE, in megabytes as in GeoNode, until they do); without a session the
+    setting alone (remote thumbnails)."""
+    if session is None:
+        return int(settings.MAX_DOCUMENT_SIZE * 1024 * 1024)
+    return upload_limits.get_size_limit(session, settings, upload_limits.DOCUMENT_UPLOAD_SIZE).max_size
+
+
+def too_large(limit: int) -> InvalidInput:
+    return InvalidInput(f"The file exceeds the maximum document size ({upload_limits.size_label(limit)})",
+                        code=CODE)
 
 
 def documents_root(settings: Settings) -> Path:
@@ -89,7 +98,7 @@ def create_document(session: Session, principal: Principal, settings: Settings,
         raise InvalidInput("A file, file path or URL must be specified", code=CODE)
     if new.file is not None:
         extension = allowed_extension(settings, _suffix(new.file_name or "") or new.extension)
-        _check_file(settings, new.file, extension)
+        _check_file(session, settings, new.file, extension)
         title = new.title or Path(new.file_name or "").stem or "document"
     else:
         assert new.doc_url is not None
@@ -134,11 +143,11 @@ def _url_title(url: str) -> str:
     return Path(name).stem or "document"
 
 
-def _check_file(settings: Settings, path: Path, extension: str) -> None:
+def _check_file(session: Session, settings: Settings, path: Path, extension: str) -> None:
     size = path.stat().st_size
-    if size > max_bytes(settings):
-        raise InvalidInput(f"The file exceeds the maximum document size "
-                           f"({settings.MAX_DOCUMENT_SIZE} MB)", code=CODE)
+    limit = max_bytes(settings, session)
+    if size > limit:
+        raise too_large(limit)
     if size == 0:
         raise InvalidInput("The file is empty", code=CODE)
     content.check_content(path, extension)

@@ -1,9 +1,10 @@
 """cartotheca.api.routes.documents: the document collection, document uploads and downloads.
 
 ``POST /api/v2/documents`` takes a multipart ``doc_file`` (streamed to a staging folder and
-refused beyond MAX_DOCUMENT_SIZE while it arrives) or a ``doc_url``; it answers 200 with the new
-record (the spec's status, where GeoNode says 201). ``/documents/{pk}/download`` serves the
-original (Range requests work) or redirects to a remote document.
+refused beyond the ``document_upload_size`` limit while it arrives) or a ``doc_url``; it
+answers 200 with the new record (the spec's status, where GeoNode says 201).
+``/documents/{pk}/download`` serves the original (Range requests work) or redirects to a remote
+document.
 """
 
 from __future__ import annotations
@@ -66,12 +67,12 @@ async def create_document(request: Request, db: DbDep, principal: UserDep,
         body = await read_body(request)
         return JSON(await run_in_threadpool(_create, db, principal, settings, _from_fields(body)))
     folder = settings.DATA_DIR / "uploads" / f"document-{uuid.uuid4().hex}"
+    limit = await run_in_threadpool(documents.max_bytes, settings, db)
     try:
         try:
-            form = await stage_multipart(request, folder, documents.max_bytes(settings) + FORM_ALLOWANCE)
+            form = await stage_multipart(request, folder, limit + FORM_ALLOWANCE)
         except TooLarge:
-            raise InvalidInput(f"The file exceeds the maximum document size "
-                               f"({settings.MAX_DOCUMENT_SIZE} MB)", code=documents.CODE) from None
+            raise documents.too_large(limit) from None
         new = _from_form(form)
         return JSON(await run_in_threadpool(_create, db, principal, settings, new))
     finally:

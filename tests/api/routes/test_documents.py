@@ -155,12 +155,26 @@ def test_oversize_is_refused_while_streaming(make_app, db, settings):
     with TestClient(app) as client:
         response = upload(client, basic("ana", PASSWORD), "big.txt", big)
         assert response.status_code == 400, response.text
-        assert "maximum document size (1 MB)" in response.json()["errors"][0]
+        assert "maximum document size (1.0 MB)" in response.json()["errors"][0]
         small = upload(client, basic("ana", PASSWORD), "small.txt", big[: 512 * 1024])
         assert small.status_code == 200
     assert counts(db)[0] == before_counts[0] + 1
     added = stored_files(settings) - before_files
     assert len(added) == 1 and added.pop().read_bytes() == big[: 512 * 1024]
+
+
+def test_the_document_upload_size_limit_set_by_staff_is_enforced(client, db, settings, admin_auth):
+    make_user(db, "ana")
+    changed = client.post("/api/v2/upload-size-limits", headers=admin_auth,
+                          json={"slug": "document_upload_size", "max_size": 4096})
+    assert changed.status_code == 200, changed.text
+    before_counts, before_files = counts(db), stored_files(settings)
+    response = upload(client, basic("ana", PASSWORD), "big.txt", b"x\n" * 4096)
+    assert response.status_code == 400, response.text
+    assert "maximum document size (4.0 KB)" in response.json()["errors"][0]
+    assert counts(db) == before_counts and stored_files(settings) == before_files
+    # a file that parses as a multipart form under the limit goes through
+    assert upload(client, basic("ana", PASSWORD), "small.txt", b"x\n" * 1024).status_code == 200
 
 
 def test_allowed_types_setting_is_enforced(make_app, db):
