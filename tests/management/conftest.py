@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.tasks.conftest import (  # noqa: F401  (worker_id_number: a fixture)
-    REDIS_HOST,
-    REDIS_PORT,
     Process,
-    redis_available,
+    empty_redis_database,
     worker_id_number,
 )
 
@@ -28,33 +25,24 @@ def redis_database(request, use: str) -> int:
 def celery_broker(request, make_settings, database_url, data_dir, tmp_path_factory) -> Iterator[str]:
     """A real ``cartotheca worker`` on Redis over the test database and data directory; yields
     the broker URL for the app under test."""
-    if not redis_available():
-        if os.environ.get("CI"):
-            pytest.fail("Redis is not reachable at 127.0.0.1:6379 but CI requires it")
-        pytest.skip("Redis not reachable")
-    import redis
-
-    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_database(request, 'shared')}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    settings = make_settings()
-    env = {"CARTOTHECA_DATABASE_URL": database_url, "CARTOTHECA_DATA_DIR": str(data_dir),
-           "CARTOTHECA_SECRET_KEY": "test-secret", "CARTOTHECA_LOG_LEVEL": "warning",
-           "CARTOTHECA_TASK_BACKEND": "celery", "CARTOTHECA_CELERY_BROKER_URL": url,
-           "CARTOTHECA_STORAGE_BACKEND": settings.STORAGE_BACKEND, "CARTOTHECA_SITEURL": settings.SITEURL,
-           "CARTOTHECA_PASSWORD_HASH_TIME_COST": "1", "CARTOTHECA_PASSWORD_HASH_MEMORY_KIB": "1024",
-           "CARTOTHECA_PASSWORD_HASH_PARALLELISM": "1"}
-    if settings.DATASTORE_URL:
-        env["CARTOTHECA_DATASTORE_URL"] = settings.DATASTORE_URL
-    log = tmp_path_factory.mktemp("celery-worker") / "worker.log"
-    worker = Process(["worker", "--concurrency", "2", "--loglevel", "warning"], env, log).start()
-    try:
-        wait_until_ready(url, worker)
-        yield url
-    finally:
-        worker.stop()
-        client.flushdb()
-        client.close()
+    with empty_redis_database(redis_database(request, "shared")) as (url, _client):
+        settings = make_settings()
+        env = {"CARTOTHECA_DATABASE_URL": database_url, "CARTOTHECA_DATA_DIR": str(data_dir),
+               "CARTOTHECA_SECRET_KEY": "test-secret", "CARTOTHECA_LOG_LEVEL": "warning",
+               "CARTOTHECA_TASK_BACKEND": "celery", "CARTOTHECA_CELERY_BROKER_URL": url,
+               "CARTOTHECA_STORAGE_BACKEND": settings.STORAGE_BACKEND,
+               "CARTOTHECA_SITEURL": settings.SITEURL,
+               "CARTOTHECA_PASSWORD_HASH_TIME_COST": "1", "CARTOTHECA_PASSWORD_HASH_MEMORY_KIB": "1024",
+               "CARTOTHECA_PASSWORD_HASH_PARALLELISM": "1"}
+        if settings.DATASTORE_URL:
+            env["CARTOTHECA_DATASTORE_URL"] = settings.DATASTORE_URL
+        log = tmp_path_factory.mktemp("celery-worker") / "worker.log"
+        worker = Process(["worker", "--concurrency", "2", "--loglevel", "warning"], env, log).start()
+        try:
+            wait_until_ready(url, worker)
+            yield url
+        finally:
+            worker.stop()
 
 
 def wait_until_ready(url: str, worker: Process, timeout: float = 180.0) -> None:

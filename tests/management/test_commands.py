@@ -23,7 +23,7 @@ from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from tests.factories import make_resource, make_user
 from tests.geodata import fixtures as fx
 from tests.management.conftest import redis_database
-from tests.tasks.conftest import spawn  # noqa: F401  (a fixture)
+from tests.tasks.conftest import empty_redis_database, spawn  # noqa: F401  (spawn: a fixture)
 
 BASE = "/api/v2/management"
 
@@ -197,22 +197,16 @@ def slow_worker_client(request, make_app):
     The slow Celery worker has a Redis database of its own (the shared worker's is another)."""
     if request.param == "inprocess":
         app = make_app(TASK_BACKEND="inprocess", EXECUTION_STEP_DELAY=1.0)
-    else:
-        import redis
-
-        from tests.tasks.conftest import REDIS_HOST, REDIS_PORT, redis_available
-
-        if not redis_available():
-            pytest.skip("Redis not reachable")
-        broker = f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_database(request, 'own')}"
-        redis.Redis.from_url(broker).flushdb()
+        with TestClient(app) as client:
+            yield client
+        return
+    with empty_redis_database(redis_database(request, "own")) as (broker, _client):
         request.getfixturevalue("spawn")(
             ["worker", "--concurrency", "2", "--loglevel", "warning"],
             CARTOTHECA_TASK_BACKEND="celery", CARTOTHECA_CELERY_BROKER_URL=broker,
             CARTOTHECA_EXECUTION_STEP_DELAY="1.0").start()
-        app = make_app(TASK_BACKEND="celery", CELERY_BROKER_URL=broker)
-    with TestClient(app) as client:
-        yield client
+        with TestClient(make_app(TASK_BACKEND="celery", CELERY_BROKER_URL=broker)) as client:
+            yield client
 
 
 @pytest.mark.parametrize("slow_worker_client", ["inprocess", "celery"], indirect=True)

@@ -4,7 +4,6 @@ scale-out with a Celery beat, and expiry."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -29,9 +28,7 @@ from cartotheca.monitoring.collector import COLLECTOR_NAME, Collector
 from cartotheca.monitoring.periods import align_end, align_start
 from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
 from tests.tasks.conftest import (  # noqa: F401  (spawn, worker_id_number: fixtures)
-    REDIS_HOST,
-    REDIS_PORT,
-    redis_available,
+    empty_redis_database,
     spawn,
     worker_id_number,
 )
@@ -42,18 +39,8 @@ def beat_broker(worker_id_number) -> Iterator[str]:  # noqa: F811
     """A Redis database of its own (7 down to 5; the execution tests use 1 + worker number and
     the management tests 8-15), so workers of other suites sharing the Redis never take the
     beat's tasks."""
-    if not redis_available():
-        if os.environ.get("CI"):
-            pytest.fail("Redis is not reachable at 127.0.0.1:6379 but CI requires it")
-        pytest.skip("Redis not reachable")
-    import redis
-
-    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{7 - (worker_id_number - 1) % 3}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+    with empty_redis_database(7 - (worker_id_number - 1) % 3) as (url, _client):
+        yield url
 
 
 def values(db, metric: str, service_type: str | None = None, label: str | None = None,

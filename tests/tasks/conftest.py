@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import pytest
@@ -25,20 +27,30 @@ def redis_available() -> bool:
         return False
 
 
-@pytest.fixture
-def broker_url(worker_id_number) -> Iterator[str]:
+@contextmanager
+def empty_redis_database(number: int) -> Iterator[tuple[str, Any]]:
+    """Redis database ``number`` as ``(url, client)``, emptied before and after use. Without
+    Redis the test is skipped, or fails in CI."""
     if not redis_available():
         if os.environ.get("CI"):
             pytest.fail("Redis is not reachable at 127.0.0.1:6379 but CI requires it")
         pytest.skip("Redis not reachable")
     import redis
 
-    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{worker_id_number}"
+    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{number}"
     client = redis.Redis.from_url(url)
     client.flushdb()
-    yield url
-    client.flushdb()
-    client.close()
+    try:
+        yield url, client
+    finally:
+        client.flushdb()
+        client.close()
+
+
+@pytest.fixture
+def broker_url(worker_id_number) -> Iterator[str]:
+    with empty_redis_database(worker_id_number) as (url, _client):
+        yield url
 
 
 @pytest.fixture

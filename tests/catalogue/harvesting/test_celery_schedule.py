@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from cartotheca.db.models import ExecutionRequest, Harvester, User
-from tests.tasks.conftest import REDIS_HOST, REDIS_PORT, redis_available
+from tests.tasks.conftest import empty_redis_database, worker_id_number  # noqa: F401  (fixture)
 
 BEAT_TASK = "from cartotheca.tasks.backends.celery import celery_app, enqueue_harvests; " \
     "assert 'enqueue-harvests' in celery_app.conf.beat_schedule; " \
@@ -19,20 +19,9 @@ BEAT_TASK = "from cartotheca.tasks.backends.celery import celery_app, enqueue_ha
 
 
 @pytest.fixture
-def redis_url():
-    if not redis_available():
-        if os.environ.get("CI"):
-            pytest.fail("Redis is not reachable at 127.0.0.1:6379 but CI requires it")
-        pytest.skip("Redis not reachable")
-    import redis
-
-    number = 1 + int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0) % 15
-    url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{number}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    yield url, client
-    client.flushdb()
-    client.close()
+def redis_url(worker_id_number):  # noqa: F811
+    with empty_redis_database(worker_id_number) as (url, client):
+        yield url, client
 
 
 def _beat(settings, broker: str) -> None:
