@@ -101,20 +101,24 @@ def _handle(ows: OWSRequest, service: str, params: dict[str, str]) -> Response:
                       params.get("VERSION"))
 
 
-def _map_in_one_trip(request: Request, path_service: str | None, params: dict[str, str],
-                     multi: dict[str, list[str]], service: str) -> Response:
+def _ows_request(request: Request, session: Session, params: dict[str, str],
+                 multi: dict[str, list[str]], body: bytes | None, xml) -> OWSRequest:
+    """The parsed request with its requester (a blocking lookup: call it in the thread pool)."""
+    settings = get_settings(request)
+    return OWSRequest(params=params, principal=get_principal(request, session), session=session,
+                      settings=settings, service_url=_service_url(request, settings),
+                      method=request.method, body=body, xml=xml, extra={"multi_params": multi})
+
+
+def _map_in_one_trip(request: Request, params: dict[str, str], multi: dict[str, list[str]],
+                     service: str) -> Response:
     """A GetMap: session, requester, lookup and drawing in one trip to the thread pool (a map
     costs a few milliseconds, so the hops of separate sync dependencies would show)."""
-    settings = get_settings(request)
     with app_state(request).sessions() as session:
         # A map only reads: without a transaction there is no BEGIN and no ROLLBACK round trip
         # to the catalogue database around its one query.
         session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        principal = get_principal(request, session)
-        ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
-                         service_url=_service_url(request, settings), method=request.method,
-                         body=None, xml=None, extra={"multi_params": multi})
-        return _handle(ows, service, params)
+        return _handle(_ows_request(request, session, params, multi, None, None), service, params)
 
 
 async def _serve(request: Request, path_service: str | None) -> Response:
@@ -123,14 +127,10 @@ async def _serve(request: Request, path_service: str | None) -> Response:
         return parsed
     params, multi, body, xml, service = parsed
     if request.method == "GET" and service == "WMS" and (params.get("REQUEST") or "").upper() == "GETMAP":
-        return await run_in_threadpool(_map_in_one_trip, request, path_service, params, multi, service)
-    settings = get_settings(request)
+        return await run_in_threadpool(_map_in_one_trip, request, params, multi, service)
     session = app_state(request).sessions()
     try:
-        principal = await run_in_threadpool(get_principal, request, session)
-        ows = OWSRequest(params=params, principal=principal, session=session, settings=settings,
-                         service_url=_service_url(request, settings), method=request.method,
-                         body=body, xml=xml, extra={"multi_params": multi})
+        ows = await run_in_threadpool(_ows_request, request, session, params, multi, body, xml)
         response = await run_in_threadpool(_handle, ows, service, params)
     except BaseException:
         session.close()
