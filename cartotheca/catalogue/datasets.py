@@ -8,11 +8,13 @@ fields (featureinfo template, attribute labels) before any of them is applied.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
 from cartotheca.catalogue import maps
@@ -22,7 +24,7 @@ from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap
 from cartotheca.catalogue.resources import RESOURCE_FIELDS
 from cartotheca.db.base import utcnow
-from cartotheca.db.models import Dataset, DatasetAttribute, Resource
+from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
 from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
 from cartotheca.settings import Settings
 
@@ -73,6 +75,48 @@ def get_dataset(session: Session, principal: Principal, settings: Settings, name
     if codename != perms.VIEW and not perms.can(session, principal, resource, codename):
         raise PermissionDenied(f"You do not have permission to {codename.split('_')[0]} {name}")
     return resource, dataset
+
+
+_LOOKUPS: OrderedDict[tuple, Any] = OrderedDict()
+_LOOKUPS_LOCK = threading.Lock()
+
+
+def _lookup_statement(principal: Principal, settings: Settings) -> Any:
+    """The dataset-by-name query with the principal's view rules, built once per kind of
+    principal (its user, groups and the moderation settings are all the rules depend on) with
+    the workspace and name as bound parameters: building the permission clauses costs more
+    than running the query. Each row carries the dataset's default style's SLD (the style
+    ``dataset_sld`` would pick), which saves a second query per map."""
+    key = (principal.id, principal.is_superuser, principal.group_ids, principal.member_group_ids,
+           bool(settings.RESOURCE_PUBLISHING), bool(settings.ADMIN_MODERATE_UPLOADS))
+    with _LOOKUPS_LOCK:
+        stmt = _LOOKUPS.get(key)
+        if stmt is not None:
+            _LOOKUPS.move_to_end(key)
+            return stmt
+    style = (select(Style.sld_body).where(Style.dataset_id == Dataset.resource_id)
+             .order_by(Style.is_default.desc(), Style.id).limit(1).correlate(Dataset).scalar_subquery())
+    stmt = (select(Resource, Dataset, style)
+            .join(Dataset, Dataset.resource_id == Resource.id)
+            .where(Dataset.workspace == bindparam("workspace"), Dataset.name == bindparam("name"))
+            .where(perms.visible_to(principal, settings, check_advertised=False)))
+    with _LOOKUPS_LOCK:
+        _LOOKUPS[key] = stmt
+        while len(_LOOKUPS) > 256:
+            _LOOKUPS.popitem(last=False)
+    return stmt
+
+
+def get_dataset_to_draw(session: Session, principal: Principal, settings: Settings,
+                        name: str) -> tuple[Resource, Dataset, str | None]:
+    """What ``get_dataset`` answers for viewing, plus the SLD of the dataset's default style
+    (or None), in one prepared query: the map server's lookup for every map and tile."""
+    workspace, layer = split_alternate(name, settings)
+    row = session.execute(_lookup_statement(principal, settings),
+                          {"workspace": workspace, "name": layer}).first()
+    if row is None:
+        raise NotFound(f"No dataset named {name}")
+    return row[0], row[1], row[2]
 
 
 def get_dataset_by_id(session: Session, principal: Principal, settings: Settings, resource_id: int,

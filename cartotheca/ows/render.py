@@ -161,58 +161,6 @@ def _stored_styles(dataset: Any) -> list[tuple[str, str, str]]:
     return [tuple(row) for row in session.execute(stmt)]
 
 
-# -- finding a layer ----------------------------------------------------------------------------
-
-_LOOKUPS: OrderedDict[tuple, Any] = OrderedDict()
-_LOOKUPS_LOCK = threading.Lock()
-
-
-def _lookup_statement(principal: Any, settings: Settings) -> Any:
-    """The dataset-by-name query with the principal's view rules, built once per kind of
-    principal (its user, groups and the moderation settings are all the rules depend on) with
-    the workspace and name as bound parameters: building the permission clauses costs more
-    than running the query. Each row carries the dataset's default style's SLD (the style
-    ``dataset_sld`` would pick), which saves a second query per map."""
-    from sqlalchemy import bindparam
-
-    from cartotheca.catalogue import permissions as perms
-    from cartotheca.db.models import Dataset, Resource
-
-    key = (principal.id, principal.is_superuser, principal.group_ids, principal.member_group_ids,
-           bool(settings.RESOURCE_PUBLISHING), bool(settings.ADMIN_MODERATE_UPLOADS))
-    with _LOOKUPS_LOCK:
-        stmt = _LOOKUPS.get(key)
-        if stmt is not None:
-            _LOOKUPS.move_to_end(key)
-            return stmt
-    style = (select(Style.sld_body).where(Style.dataset_id == Dataset.resource_id)
-             .order_by(Style.is_default.desc(), Style.id).limit(1).correlate(Dataset).scalar_subquery())
-    stmt = (select(Resource, Dataset, style)
-            .join(Dataset, Dataset.resource_id == Resource.id)
-            .where(Dataset.workspace == bindparam("workspace"), Dataset.name == bindparam("name"))
-            .where(perms.visible_to(principal, settings, check_advertised=False)))
-    with _LOOKUPS_LOCK:
-        _LOOKUPS[key] = stmt
-        while len(_LOOKUPS) > 256:
-            _LOOKUPS.popitem(last=False)
-    return stmt
-
-
-def find_dataset(session: Any, principal: Any, settings: Settings, name: str) -> tuple[Any, Any, str | None]:
-    """(resource, dataset, SLD of its default style or None) of the dataset called ``name``
-    (``workspace:name`` or a bare name) if the principal may view it, else ``NotFound``; what
-    ``catalogue.datasets.get_dataset`` answers, in one prepared query."""
-    from cartotheca.catalogue.datasets import split_alternate
-    from cartotheca.errors import NotFound
-
-    workspace, layer = split_alternate(name, settings)
-    row = session.execute(_lookup_statement(principal, settings),
-                          {"workspace": workspace, "name": layer}).first()
-    if row is None:
-        raise NotFound(f"No dataset named {name}")
-    return row[0], row[1], row[2]
-
-
 class UnknownStyle(InvalidInput):
     """A style name the dataset does not have (WMS: StyleNotDefined)."""
 

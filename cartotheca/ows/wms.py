@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from starlette.responses import Response
 
-from cartotheca.catalogue.datasets import visible_datasets
+from cartotheca.catalogue.datasets import get_dataset_to_draw, visible_datasets
 from cartotheca.db.models import DatasetAttribute
 from cartotheca.errors import (
     AuthenticationFailed,
@@ -157,7 +157,7 @@ def resolve_layer(req: OWSRequest, name: str, locator: str = "layers") -> tuple[
 def find_layer(req: OWSRequest, name: str, locator: str = "layers") -> tuple[Any, Any, str | None]:
     """(resource, dataset, its default style's SLD or None) of a layer the requester may view."""
     try:
-        return render.find_dataset(req.session, req.principal, req.settings, name)
+        return get_dataset_to_draw(req.session, req.principal, req.settings, name)
     except NotFound:
         raise OWSException("LayerNotDefined", f"Layer {name} is not defined", locator=locator) from None
 

@@ -13,7 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from cartotheca.api.deps import app_state, get_principal, get_settings
-from cartotheca.ows import render, tiles
+from cartotheca.catalogue.datasets import get_dataset_to_draw
+from cartotheca.ows import tiles
 
 router = APIRouter(tags=["tiles"], include_in_schema=False)  # map-server paths, not API v2
 
@@ -38,7 +39,7 @@ def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ex
     settings = get_settings(request)
     with app_state(request).sessions() as db:
         principal = get_principal(request, db)
-        resource, dataset, default_sld = render.find_dataset(db, principal, settings, alternate)
+        resource, dataset, default_sld = get_dataset_to_draw(db, principal, settings, alternate)
         job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style,
                               default_sld=default_sld)
     headers = {
