@@ -70,10 +70,6 @@ def render(request: Request, settings: Settings, template: str, page: str, title
 
 
 @router.get("/")
-def catalogue_root(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "catalogue.html", "catalogue", "Catalogue")
-
-
 @router.get("/catalogue")
 @router.get("/catalogue/")
 def catalogue(request: Request, settings: SettingsDep) -> HTMLResponse:
