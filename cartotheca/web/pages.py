@@ -101,3 +101,19 @@ def signup_page(request: Request, settings: SettingsDep) -> HTMLResponse:
 @router.get("/account/profile")
 def profile_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     return render(request, settings, "profile.html", "profile", "Your profile")
+
+
+@router.get("/maps/new")
+def map_composer(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "composer.html", "composer", "Compose a map", map_id="")
+
+
+@router.get("/maps/{map_id}/edit")
+def map_editor(map_id: int, request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "composer.html", "composer", "Edit a map", map_id=str(map_id))
+
+
+@router.get("/monitoring")
+@router.get("/monitoring/")
+def monitoring_dashboard(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "dashboard.html", "dashboard", "Monitoring")

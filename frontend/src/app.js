@@ -6,6 +6,8 @@ import './app.css';
 import { setupAccountNav, setupLogin, setupLogout, setupProfile, setupSignup } from './account.js';
 import { configureCatalogue, search, setupSearch } from './catalogue.js';
 import { resourceRoute, showResource } from './resource.js';
+import { setupComposer } from './composer.js';
+import { setupDashboard } from './dashboard.js';
 import { setupUpload } from './upload.js';
 
 let routed = null;
@@ -43,6 +45,10 @@ function start() {
     setupProfile();
   } else if (page === 'upload') {
     setupUpload(signedIn);
+  } else if (page === 'composer') {
+    setupComposer(signedIn);
+  } else if (page === 'dashboard') {
+    setupDashboard(signedIn);
   }
 }
 

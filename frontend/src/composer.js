@@ -1,0 +1,2 @@
+// Placeholder until the page is written.
+export function setupComposer() {}
