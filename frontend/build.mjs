@@ -24,6 +24,10 @@ await esbuild.build({
   logLevel: 'warning',
 });
 copyFileSync(join(here, 'node_modules', 'ol', 'LICENSE.md'), join(out, 'LICENSE-ol.txt'));
+// The catalogue's offline base map: Natural Earth's 1:110m countries as TopoJSON (fetched by the
+// page only when its area filter is shown).
+copyFileSync(join(here, 'node_modules', 'world-atlas', 'countries-110m.json'), join(out, 'world-110m.json'));
+copyFileSync(join(here, 'node_modules', 'world-atlas', 'LICENSE'), join(out, 'LICENSE-world-atlas.txt'));
 
 // The accessibility engine the end-to-end tests inject (never served by the app).
 mkdirSync(vendor, { recursive: true });
@@ -44,7 +48,9 @@ for (const name of inputs) {
 const manifest = {
   built_by: 'frontend/build.sh',
   sources: { files: inputs, sha256: sources.digest('hex') },
-  packages: { ol: version('ol'), esbuild: version('esbuild'), 'axe-core': version('axe-core') },
+  packages: {
+    ol: version('ol'), 'world-atlas': version('world-atlas'), esbuild: version('esbuild'), 'axe-core': version('axe-core'),
+  },
   files,
 };
 writeFileSync(join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);

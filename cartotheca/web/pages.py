@@ -74,7 +74,8 @@ def render(request: Request, settings: Settings, template: str, page: str, title
 @router.get("/catalogue/")
 def catalogue(request: Request, settings: SettingsDep) -> HTMLResponse:
     # Resource pages live behind the hash (/catalogue/#/dataset/1): the script routes them.
-    return render(request, settings, "catalogue.html", "catalogue", "Catalogue")
+    return render(request, settings, "catalogue.html", "catalogue", "Catalogue",
+                  world_url=asset_url(base_path(request, settings), "world-110m.json"))
 
 
 @router.get("/account/login")

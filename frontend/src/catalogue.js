@@ -2,6 +2,7 @@
 // favourites; the URL carries the state.
 import { api, base, getJson, send } from './api.js';
 import { el, safeUrl } from './dom.js';
+import { formatExtent, parseExtent, setupAreaFilter, showArea } from './extent.js';
 
 const PAGE_SIZE = 10;
 const TYPES = [
@@ -66,6 +67,8 @@ function readState() {
   };
   for (const facet of FACETS) state[facet.key] = params.get(facet.key) || '';
   state.favorite = params.get('favorite') === 'true';
+  const extent = parseExtent(params.get('extent'));
+  state.extent = extent ? formatExtent(extent) : '';
   return state;
 }
 
@@ -74,6 +77,7 @@ function stateUrl(state) {
   if (state.q) params.set('q', state.q);
   for (const facet of FACETS) if (state[facet.key]) params.set(facet.key, state[facet.key]);
   if (state.favorite) params.set('favorite', 'true');
+  if (state.extent) params.set('extent', state.extent);
   if (state.sort !== '-date') params.set('sort', state.sort);
   if (state.page > 1) params.set('page', String(state.page));
   const query = params.toString();
@@ -87,6 +91,7 @@ function queryParams(state, { without, pageSize = PAGE_SIZE, page = state.page }
     if (facet.key !== without && state[facet.key]) params.set(facet.filter, state[facet.key]);
   }
   if (state.favorite) params.set('favorite', 'true');
+  if (state.extent) params.set('extent', state.extent);
   params.append('sort[]', state.sort);
   params.set('page', String(page));
   params.set('page_size', String(pageSize));
@@ -114,7 +119,7 @@ function facetValues(facet) {
 }
 
 function narrowed(state, facet) {
-  return Boolean(state.q) || state.favorite || FACETS.some((other) => other.key !== facet.key && state[other.key]);
+  return Boolean(state.q) || state.favorite || Boolean(state.extent) || FACETS.some((other) => other.key !== facet.key && state[other.key]);
 }
 
 let searchSerial = 0;
@@ -204,6 +209,7 @@ export async function search() {
   const serial = ++searchSerial;
   document.getElementById('search-input').value = state.q;
   document.getElementById('sort-select').value = state.sort;
+  showArea(state.extent);
   const results = document.getElementById('results');
   results.removeAttribute('data-ready');
   document.getElementById('facet-groups').removeAttribute('data-ready');
@@ -277,6 +283,7 @@ export function setupSearch() {
   document.getElementById('clear-filters').addEventListener('click', () => {
     const state = readState();
     for (const facet of FACETS) state[facet.key] = '';
-    navigate({ ...state, favorite: false, page: 1 });
+    navigate({ ...state, favorite: false, extent: '', page: 1 });
   });
+  setupAreaFilter((extent) => navigate({ ...readState(), extent, page: 1 }));
 }
