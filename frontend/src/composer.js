@@ -1,2 +1,389 @@
-// Placeholder until the page is written.
-export function setupComposer() {}
+// The map composer (/maps/new, /maps/{id}/edit): datasets found through the public API become
+// layers whose order, opacity and visibility are previewed live through the built-in WMS, then
+// saved as a map resource with its maplayers (POST /api/v2/maps, or PATCH of the edited map).
+import OlMap from 'ol/Map.js';
+import View from 'ol/View.js';
+import ImageLayer from 'ol/layer/Image.js';
+import ImageWMS from 'ol/source/ImageWMS.js';
+import { defaults as defaultControls } from 'ol/control/defaults.js';
+import { api, base, failureText, getJson, send } from './api.js';
+import { el, safeUrl } from './dom.js';
+import { fitExtent } from './resource.js';
+
+const RESULTS = 10;
+const WORLD = [-180, -85, 180, 85];
+const CHANGE = 'change_resourcebase'; // what PATCHing a map's layers requires
+
+// The layers, top first (the list's order); each {key, dataset, name, title, opacity, visible,
+// pk, extent, olLayer}. pk is the map layer's id when editing, so the API keeps the row.
+let layers = [];
+let nextKey = 0;
+let preview = null;
+let editing = null; // the map record being edited, or null for a new map
+let searchSerial = 0;
+
+function byId(id) {
+  return document.getElementById(id);
+}
+
+function showAlert(id, text) {
+  const node = byId(id);
+  node.textContent = text;
+  node.hidden = !text;
+}
+
+function announce(text) {
+  byId('layer-status').textContent = text;
+}
+
+// A control's visible word with the layer's title after it for screen readers ("Move up Rivers").
+function named(tag, attrs, word, title) {
+  const node = el(tag, attrs, word);
+  node.append(el('span', { class: 'visually-hidden' }, ` ${title}`));
+  return node;
+}
+
+// -- the preview -------------------------------------------------------------------------
+
+function wmsLayer(layer) {
+  const source = new ImageWMS({
+    url: `${base}/ows`,
+    params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true },
+    ratio: 1,
+  });
+  return new ImageLayer({ source, opacity: layer.opacity, visible: layer.visible });
+}
+
+// Every change asks for a render, so 'rendercomplete' follows even if nothing else moved.
+function markStale() {
+  byId('composer-map').removeAttribute('data-rendered');
+  if (preview) preview.render();
+}
+
+function setupPreview() {
+  const target = byId('composer-map');
+  preview = new OlMap({
+    target,
+    layers: [],
+    view: new View({ projection: 'EPSG:3857' }),
+    controls: defaultControls({ attribution: false, rotate: false }),
+  });
+  // The tests read where the view is and when every image is drawn.
+  preview.on('rendercomplete', () => {
+    const size = preview.getSize();
+    if (size) target.dataset.extent = JSON.stringify(preview.getView().calculateExtent(size));
+    target.setAttribute('data-rendered', 'true');
+  });
+}
+
+// OpenLayers draws its layers bottom first: the list reversed.
+function syncPreview() {
+  const drawn = preview.getLayers();
+  drawn.clear();
+  drawn.extend([...layers].reverse().filter((l) => l.olLayer).map((l) => l.olLayer));
+  markStale();
+}
+
+function unionExtent() {
+  const boxes = layers.map((l) => l.extent).filter((c) => Array.isArray(c) && c.length === 4 && c.every(Number.isFinite));
+  if (!boxes.length) return null;
+  return [Math.min(...boxes.map((b) => b[0])), Math.min(...boxes.map((b) => b[1])),
+    Math.max(...boxes.map((b) => b[2])), Math.max(...boxes.map((b) => b[3]))];
+}
+
+function fitPreview(coords) {
+  preview.updateSize();
+  preview.getView().fit(fitExtent(coords || unionExtent() || WORLD), { size: preview.getSize(), maxZoom: 16 });
+  markStale();
+}
+
+// -- the layer list ----------------------------------------------------------------------
+
+function focusControl(layer, action) {
+  const item = byId('layer-list').querySelector(`li[data-key="${layer.key}"]`);
+  if (!item) return;
+  const wanted = item.querySelector(`[data-action="${action}"]`);
+  // A move button is disabled at the end of the list: the other one keeps the focus in place.
+  const target = wanted && !wanted.disabled ? wanted : item.querySelector('[data-action^="move"]:not(:disabled)');
+  (target || item.querySelector('[data-action="remove"]')).focus();
+}
+
+function move(layer, step, action) {
+  const from = layers.indexOf(layer);
+  const to = from + step;
+  if (from < 0 || to < 0 || to >= layers.length) return;
+  layers.splice(from, 1);
+  layers.splice(to, 0, layer);
+  renderLayers();
+  syncPreview();
+  focusControl(layer, action);
+  announce(`${layer.title} moved ${step < 0 ? 'up' : 'down'}: layer ${to + 1} of ${layers.length}.`);
+}
+
+function removeLayer(layer) {
+  const index = layers.indexOf(layer);
+  layers.splice(index, 1);
+  renderLayers();
+  syncPreview();
+  refreshResults();
+  const neighbour = layers[Math.min(index, layers.length - 1)];
+  if (neighbour) focusControl(neighbour, 'remove');
+  else byId('dataset-query').focus();
+  announce(`${layer.title} removed.`);
+}
+
+function moveButton(layer, action, word, disabled, step) {
+  const button = named('button', { type: 'button', class: 'layer-move', 'data-action': action }, word, layer.title);
+  button.disabled = disabled;
+  button.addEventListener('click', () => move(layer, step, action));
+  return button;
+}
+
+function opacityControl(layer) {
+  const id = `layer-${layer.key}-opacity`;
+  const input = el('input', { type: 'range', id, min: 0, max: 100, step: 5, class: 'layer-opacity',
+    'data-action': 'opacity' });
+  input.value = String(Math.round(layer.opacity * 100));
+  const output = el('output', { for: id, class: 'opacity-value' }, `${input.value} %`);
+  input.setAttribute('aria-valuetext', `${input.value} %`);
+  input.addEventListener('input', () => {
+    layer.opacity = Number(input.value) / 100;
+    output.textContent = `${input.value} %`;
+    input.setAttribute('aria-valuetext', `${input.value} %`);
+    if (layer.olLayer) layer.olLayer.setOpacity(layer.opacity);
+    markStale();
+  });
+  const group = el('span', { class: 'layer-field' });
+  group.append(named('label', { for: id }, 'Opacity', `of ${layer.title}`), input, output);
+  return group;
+}
+
+function visibilityControl(layer) {
+  const id = `layer-${layer.key}-visible`;
+  const input = el('input', { type: 'checkbox', id, class: 'layer-visible', 'data-action': 'visible' });
+  input.checked = layer.visible;
+  input.addEventListener('change', () => {
+    layer.visible = input.checked;
+    if (layer.olLayer) layer.olLayer.setVisible(layer.visible);
+    markStale();
+  });
+  const group = el('span', { class: 'layer-field' });
+  group.append(input, named('label', { for: id }, 'Visible', layer.title));
+  return group;
+}
+
+function layerItem(layer, index) {
+  const item = el('li', { class: 'layer-item', 'data-key': layer.key, 'data-layer': layer.name || '' });
+  const heading = el('span', { class: 'layer-heading' });
+  heading.append(el('span', { class: 'layer-title' }, layer.title));
+  if (!layer.name) heading.append(el('span', { class: 'kind' }, ' (its dataset was deleted; not drawn)'));
+  const controls = el('div', { class: 'layer-controls' });
+  const remove = named('button', { type: 'button', class: 'layer-remove', 'data-action': 'remove' }, 'Remove', layer.title);
+  remove.addEventListener('click', () => removeLayer(layer));
+  controls.append(
+    moveButton(layer, 'move-up', 'Move up', index === 0, -1),
+    moveButton(layer, 'move-down', 'Move down', index === layers.length - 1, 1),
+    opacityControl(layer),
+    visibilityControl(layer),
+    remove,
+  );
+  item.append(heading, controls);
+  return item;
+}
+
+function renderLayers() {
+  byId('layer-list').replaceChildren(...layers.map(layerItem));
+  byId('layers-empty').hidden = layers.length > 0;
+}
+
+function newLayer(fields) {
+  const layer = { key: ++nextKey, opacity: 1, visible: true, pk: null, extent: null, ...fields };
+  layer.olLayer = layer.name ? wmsLayer(layer) : null;
+  return layer;
+}
+
+function addDataset(dataset) {
+  const title = dataset.title || dataset.alternate;
+  const layer = newLayer({ dataset: Number(dataset.pk), name: dataset.alternate, title,
+    extent: dataset.extent && dataset.extent.coords });
+  layers.unshift(layer); // a new layer goes on top, as in every layer panel
+  renderLayers();
+  syncPreview();
+  fitPreview();
+  refreshResults();
+  announce(`${title} added on top: layer 1 of ${layers.length}.`);
+}
+
+// -- the dataset search ------------------------------------------------------------------
+
+function inMap(pk) {
+  return layers.some((l) => l.dataset === Number(pk));
+}
+
+// An added dataset's button stays focusable (aria-disabled), so the keyboard focus stays put.
+function refreshResults() {
+  for (const button of byId('dataset-results').querySelectorAll('button.add-layer')) {
+    const added = inMap(button.dataset.dataset);
+    button.setAttribute('aria-disabled', String(added));
+    button.firstChild.textContent = added ? 'Added' : 'Add';
+  }
+}
+
+function resultItem(dataset) {
+  const title = dataset.title || dataset.alternate;
+  const item = el('li', { class: 'dataset-result', 'data-dataset': dataset.pk });
+  item.append(el('span', { class: 'result-title' }, title));
+  if (dataset.subtype) item.append(el('span', { class: 'kind' }, ` (${dataset.subtype})`));
+  const button = named('button', { type: 'button', class: 'add-layer', 'data-dataset': dataset.pk }, 'Add', title);
+  button.addEventListener('click', () => {
+    if (!inMap(dataset.pk)) addDataset(dataset);
+  });
+  item.append(document.createTextNode(' '), button);
+  return item;
+}
+
+async function searchDatasets(query) {
+  const serial = ++searchSerial;
+  const results = byId('dataset-results');
+  const status = byId('dataset-status');
+  showAlert('dataset-error', '');
+  status.textContent = 'Searching…';
+  const params = new URLSearchParams({ page_size: String(RESULTS) });
+  params.append('sort[]', 'title');
+  if (query) params.set('search', query);
+  let data;
+  try {
+    data = await getJson(api(`datasets?${params}`));
+  } catch (failure) {
+    if (serial !== searchSerial) return;
+    status.textContent = '';
+    showAlert('dataset-error', `The datasets could not be searched (${failure.message}).`);
+    return;
+  }
+  if (serial !== searchSerial) return;
+  const found = (data.datasets || []).filter((d) => d.alternate);
+  results.replaceChildren(...found.map(resultItem));
+  refreshResults();
+  const total = Number.isInteger(data.total) ? data.total : found.length;
+  if (!found.length) status.textContent = 'No datasets found.';
+  else if (total > found.length) status.textContent = `${total} datasets found; the first ${found.length} are shown.`;
+  else status.textContent = `${total} ${total === 1 ? 'dataset' : 'datasets'} found.`;
+  results.setAttribute('data-ready', 'true');
+}
+
+// -- loading and saving ------------------------------------------------------------------
+
+async function loadMap(mapId) {
+  let record;
+  try {
+    record = (await getJson(api(`maps/${encodeURIComponent(mapId)}`))).map;
+  } catch (failure) {
+    showAlert('composer-error', failure.status === 404 || failure.status === 403
+      ? 'This map does not exist or you may not see it.' : `The map could not be loaded (${failure.message}).`);
+    return null;
+  }
+  if (!(record.perms || []).includes(CHANGE)) {
+    showAlert('composer-error', 'You may view this map but not change it.');
+    return null;
+  }
+  const bottomFirst = [...(record.maplayers || [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
+  layers = bottomFirst.reverse().map((l) => newLayer({
+    pk: l.pk,
+    dataset: l.dataset ? Number(l.dataset.pk) : null,
+    name: l.dataset ? l.dataset.alternate : null,
+    title: (l.dataset && l.dataset.title) || l.name || 'Layer',
+    opacity: typeof l.opacity === 'number' ? l.opacity : 1,
+    visible: l.visibility !== false,
+  }));
+  return record;
+}
+
+function layerBody(layer, order) {
+  const body = { order, opacity: layer.opacity, visibility: layer.visible };
+  if (layer.pk !== null && layer.pk !== undefined) body.pk = layer.pk;
+  if (layer.dataset !== null) body.dataset = layer.dataset;
+  return body;
+}
+
+// The API names a bad layer by its index in maplayers (bottom first): say its title instead.
+function plainFailure(text, bottomFirst) {
+  return text.replace(/maplayers\[(\d+)\](\.\w+)?/g, (whole, index) => {
+    const layer = bottomFirst[Number(index)];
+    return layer ? `The layer “${layer.title}”` : whole;
+  });
+}
+
+function mapPage(record) {
+  const detail = safeUrl(record.detail_url);
+  if (detail && new URL(detail).origin === window.location.origin) return detail;
+  return `${base}/catalogue/#/map/${Number(record.pk)}`;
+}
+
+async function save(event) {
+  event.preventDefault();
+  const form = byId('save-form');
+  const status = byId('save-status');
+  showAlert('save-error', '');
+  const title = form.elements.title.value.trim();
+  if (!title) {
+    showAlert('save-error', 'Give the map a title before saving it.');
+    form.elements.title.focus();
+    return;
+  }
+  const bottomFirst = [...layers].reverse();
+  const body = { title, abstract: form.elements.abstract.value, maplayers: bottomFirst.map(layerBody) };
+  const button = byId('save-map');
+  button.disabled = true;
+  status.textContent = 'Saving the map…';
+  try {
+    const response = editing
+      ? await send('PATCH', api(`maps/${Number(editing.pk)}`), body)
+      : await send('POST', api('maps'), body);
+    if (!response.ok) {
+      status.textContent = '';
+      showAlert('save-error', `The map was not saved. ${plainFailure(await failureText(response), bottomFirst)}`);
+      return;
+    }
+    const record = (await response.json()).map;
+    status.textContent = 'The map is saved; opening its page…';
+    window.location.assign(mapPage(record));
+  } catch {
+    status.textContent = '';
+    showAlert('save-error', 'The map was not saved: the server could not be reached.');
+  } finally {
+    button.disabled = false;
+  }
+}
+
+export async function setupComposer(signedIn) {
+  const page = byId('composer-page');
+  const mapId = page.dataset.mapId || '';
+  if (!(await signedIn)) {
+    byId('composer-login').hidden = false;
+    page.setAttribute('data-ready', 'true');
+    return;
+  }
+  if (mapId) {
+    editing = await loadMap(mapId);
+    if (!editing) {
+      page.setAttribute('data-ready', 'true');
+      return;
+    }
+    byId('map-title').value = editing.title || '';
+    byId('map-abstract').value = editing.abstract || '';
+    byId('save-map').textContent = 'Save the changes';
+    document.title = `Edit ${editing.title || 'a map'} · Cartotheca`;
+  }
+  byId('composer').hidden = false;
+  setupPreview();
+  renderLayers();
+  syncPreview();
+  fitPreview(editing && editing.extent && editing.extent.coords);
+  byId('dataset-search').addEventListener('submit', (event) => {
+    event.preventDefault();
+    searchDatasets(byId('dataset-query').value.trim());
+  });
+  byId('save-form').addEventListener('submit', save);
+  await searchDatasets('');
+  page.setAttribute('data-ready', 'true');
+}
