@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from cartotheca.catalogue import events, permission_specs, publishing, uploads
+from cartotheca.catalogue import events, permission_specs, publishing, resource_files, uploads
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
@@ -190,6 +190,15 @@ def harvester_harvest(ctx: JobContext) -> dict[str, Any]:
                               ctx.params.get("session_id"), ctx.step)
 
 
+def apply_resource_file(ctx: JobContext) -> dict[str, Any]:
+    """Apply the checked style or ISO metadata file of an upload action to its dataset."""
+    ctx.step("apply style" if ctx.params["action"] == resource_files.STYLE_UPLOAD else "apply metadata")
+    resource = resource_files.apply(ctx.session, ctx.settings, _principal(ctx), ctx.params)
+    if ctx.params["action"] == resource_files.STYLE_UPLOAD:
+        ctx.follow_up("dataset_thumbnail", "thumbnail", {"resource_id": resource.id}, resource.id)
+    return _summary(ctx, resource)
+
+
 def dataset_thumbnail(ctx: JobContext) -> dict[str, Any]:
     """Draw the thumbnail of a large layer the import published without one."""
     resource = ctx.session.get(Resource, ctx.params["resource_id"])
@@ -210,6 +219,7 @@ JOBS: dict[str, Job] = {
     "ingest": ingest,
     "import_upload": import_upload,
     "dataset_thumbnail": dataset_thumbnail,
+    "apply_resource_file": apply_resource_file,
     "management_command": management_command,
     "harvester_check_availability": harvester_check_availability,
     "harvester_refresh": harvester_refresh,

@@ -1,10 +1,17 @@
 // Editing on a resource page, shown only for what the API's `perms` on the resource allow (the
-// API still enforces them): title/abstract/keywords, permissions of users and groups, delete.
-import { api, base, failureText, followExecution, getJson, send } from './api.js';
-import { el } from './dom.js';
+// API still enforces them): title/abstract/keywords, an ISO metadata file, the style (SLD),
+// permissions of users and groups, copy and delete.
+import { SCRIPTED, api, base, failureText, followExecution, getJson, send } from './api.js';
+import { cookie, el, safeUrl } from './dom.js';
 
 const LEVELS = ['none', 'view', 'download', 'edit', 'manage'];
+const SECTIONS = ['edit-section', 'iso-section', 'style-section', 'copy-section', 'permissions-section',
+  'delete-section'];
+const STATUSES = ['edit-status', 'iso-status', 'style-status', 'copy-status', 'permissions-status', 'delete-status'];
+const ALERTS = ['iso-error', 'style-error', 'copy-error'];
+const DELETED_KEY = 'cartotheca-deleted';
 let current = null; // the resource the controls act on
+let notice = null; // {pk, original}: shown once on the page of the copy just made
 
 function say(id, text, failed = false) {
   const node = document.getElementById(id);
@@ -12,15 +19,64 @@ function say(id, text, failed = false) {
   node.classList.toggle('failure', failed);
 }
 
+// Progress goes to the section's status line, a failure to its alert (read out at once).
+function report(name, progress, failure = '') {
+  say(`${name}-status`, progress);
+  document.getElementById(`${name}-error`).textContent = failure;
+}
+
 export function hideEditing() {
   current = null;
-  for (const id of ['edit-section', 'permissions-section', 'delete-section']) {
+  for (const id of SECTIONS) {
     const node = document.getElementById(id);
     node.hidden = true;
     node.removeAttribute('data-ready');
+    node.removeAttribute('data-saved');
+    node.removeAttribute('data-checked');
   }
   document.getElementById('delete-confirm').hidden = true;
-  for (const id of ['edit-status', 'permissions-status', 'delete-status']) say(id, '');
+  for (const id of STATUSES) say(id, '');
+  for (const id of ALERTS) document.getElementById(id).textContent = '';
+  document.getElementById('resource-notice').replaceChildren();
+}
+
+// A multipart request through the cookie session (the browser writes the boundary itself).
+function sendForm(method, url, body) {
+  const headers = { ...SCRIPTED, 'X-CSRFToken': cookie('csrftoken') || '', Accept: 'application/json' };
+  return fetch(url, { method, credentials: 'same-origin', headers, body });
+}
+
+// Why an execution failed, in the words the server recorded.
+function executionFailure(status) {
+  const output = status.output_params || {};
+  if (Array.isArray(output.errors) && output.errors.length) return output.errors.map(String).join(' ');
+  return output.error || status.log || 'the server could not finish it';
+}
+
+// The signed-in user's global permissions (GeoNode's "add_resource"), read once per page.
+let userPerms = null;
+function currentUserPerms() {
+  if (!userPerms) {
+    userPerms = (async () => {
+      if (!cookie('csrftoken')) return [];
+      try {
+        const claims = await getJson(`${base}/o/userinfo`);
+        const user = (await getJson(api(`users/${Number(claims.sub)}`))).user;
+        return (user && user.perms) || [];
+      } catch {
+        return [];
+      }
+    })();
+  }
+  return userPerms;
+}
+
+// GeoNode's rule: a copyable resource, a user who may add resources, and for datasets and
+// documents (whose data is copied too) the right to download it.
+function canCopy(resource, globalPerms) {
+  if (!resource.is_copyable || !globalPerms.includes('add_resource')) return false;
+  return !['dataset', 'document'].includes(resource.resource_type)
+    || (resource.perms || []).includes('download_resourcebase');
 }
 
 function levelSelect(label, value, resource) {
@@ -172,6 +228,10 @@ function setupDelete(resource) {
     const response = await send('DELETE', api(`resources/${resource.pk}`));
     yes.disabled = false;
     if (response.ok) {
+      // The catalogue names what was deleted (the record is gone; the title travels here).
+      try {
+        sessionStorage.setItem(DELETED_KEY, JSON.stringify({ pk: String(resource.pk), title: resource.title || '' }));
+      } catch { /* storage refused: the catalogue says it without the title */ }
       window.location.assign(`${base}/?deleted=${encodeURIComponent(resource.pk)}`);
       return;
     }
@@ -179,14 +239,150 @@ function setupDelete(resource) {
   };
 }
 
+function setupIsoUpload(resource, reload) {
+  const form = document.getElementById('iso-form');
+  const button = document.getElementById('iso-submit');
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const file = form.elements.metadata_file.files[0];
+    if (!file) return;
+    button.disabled = true;
+    report('iso', `Uploading ${file.name}…`);
+    const body = new FormData();
+    body.append('metadata_file', file);
+    try {
+      const response = await sendForm('PUT', api(`datasets/${Number(resource.pk)}/metadata`), body);
+      if (!response.ok) {
+        report('iso', '', `The metadata was not changed: ${await failureText(response)}`);
+        return;
+      }
+      form.reset();
+      await reload();
+      report('iso', `The metadata from ${file.name} is applied.`);
+      document.getElementById('iso-section').setAttribute('data-saved', 'true');
+    } catch (failure) {
+      report('iso', '', `The metadata was not changed: ${failure.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  };
+}
+
+// GeoNode's upload action for a published dataset's style; applied by an execution.
+function setupStyleUpload(resource, reload) {
+  const form = document.getElementById('style-form');
+  const button = document.getElementById('style-submit');
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const file = form.elements.sld_file.files[0];
+    if (!file) return;
+    button.disabled = true;
+    report('style', `Uploading ${file.name}…`);
+    const body = new FormData();
+    body.append('action', 'resource_style_upload');
+    body.append('resource_pk', String(Number(resource.pk)));
+    body.append('base_file', file);
+    try {
+      const response = await sendForm('POST', api('uploads/upload'), body);
+      if (!response.ok) {
+        report('style', '', `The style was not changed: ${await failureText(response)}`);
+        return;
+      }
+      report('style', 'Applying the style…');
+      const status = await followExecution(await response.json());
+      if (status.status !== 'finished') {
+        report('style', '', `The style was not changed: ${executionFailure(status)}`);
+        return;
+      }
+      form.reset();
+      await reload();
+      report('style', `The style from ${file.name} is applied.`);
+      document.getElementById('style-section').setAttribute('data-saved', 'true');
+    } catch (failure) {
+      report('style', '', `The style was not changed: ${failure.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  };
+}
+
+function setupCopy(resource) {
+  const button = document.getElementById('copy-button');
+  button.onclick = async () => {
+    button.disabled = true;
+    report('copy', 'Copying…');
+    try {
+      const response = await send('PUT', api(`resources/${Number(resource.pk)}/copy`), {});
+      if (!response.ok) {
+        report('copy', '', `No copy was made: ${await failureText(response)}`);
+        return;
+      }
+      const status = await followExecution(await response.json());
+      const made = status.status === 'finished' && ((status.output_params || {}).resources || [])[0];
+      if (!made) {
+        report('copy', '', `No copy was made: ${executionFailure(status)}`);
+        return;
+      }
+      notice = { pk: String(Number(made.id)), original: resource };
+      window.location.hash = `#/${resource.resource_type}/${Number(made.id)}`;
+    } catch (failure) {
+      report('copy', '', `No copy was made: ${failure.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  };
+}
+
+// On the page of a copy just made: what it is, and the way back to the original.
+function showCopyNotice(resource) {
+  if (!notice || notice.pk !== String(resource.pk)) return;
+  const { original } = notice;
+  notice = null;
+  const node = document.getElementById('resource-notice');
+  const href = safeUrl(`#/${original.resource_type}/${Number(original.pk)}`);
+  node.append(document.createTextNode('This is the new copy of '),
+    el('a', { href, id: 'copy-original' }, `“${original.title || 'the resource'}”`),
+    document.createTextNode('.'));
+}
+
+// The catalogue after a deletion (/?deleted=<pk>) says what was deleted.
+function announceDeletion() {
+  const node = document.getElementById('catalogue-notice');
+  const pk = new URLSearchParams(window.location.search).get('deleted');
+  if (!node || !pk) return;
+  let title = '';
+  try {
+    const saved = JSON.parse(sessionStorage.getItem(DELETED_KEY) || 'null');
+    if (saved && saved.pk === pk) title = saved.title;
+  } catch { /* nothing saved: the message goes without the title */ }
+  node.textContent = title ? `“${title}” was deleted.` : 'The resource was deleted.';
+}
+
 export function setupEditing(resource, reload) {
   hideEditing();
   current = resource;
+  showCopyNotice(resource);
   const perms = new Set(resource.perms || []);
   if (perms.has('change_resourcebase_metadata')) {
     setupMetadataForm(resource, reload);
     document.getElementById('edit-section').hidden = false;
   }
+  if (resource.resource_type === 'dataset' && perms.has('change_resourcebase_metadata')) {
+    setupIsoUpload(resource, reload);
+    document.getElementById('iso-section').hidden = false;
+  }
+  if (resource.resource_type === 'dataset' && perms.has('change_dataset_style')) {
+    setupStyleUpload(resource, reload);
+    document.getElementById('style-section').hidden = false;
+  }
+  currentUserPerms().then((globalPerms) => {
+    if (current !== resource) return;
+    const section = document.getElementById('copy-section');
+    section.setAttribute('data-checked', 'true'); // decided, shown or not
+    if (!canCopy(resource, globalPerms)) return;
+    setupCopy(resource);
+    section.hidden = false;
+  });
   if (perms.has('change_resourcebase_permissions')) {
     setupPermissionForms(resource);
     document.getElementById('permissions-section').hidden = false;
@@ -197,3 +393,5 @@ export function setupEditing(resource, reload) {
     document.getElementById('delete-section').hidden = false;
   }
 }
+
+if (document.body.dataset.page === 'catalogue') announceDeletion();

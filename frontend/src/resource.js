@@ -23,7 +23,7 @@ function addMeta(list, term, value) {
   list.append(el('dt', {}, term), el('dd', {}, value));
 }
 
-function fitExtent(coords) {
+export function fitExtent(coords) {
   return transformExtent(
     [Math.max(coords[0], -180), Math.max(coords[1], -85), Math.min(coords[2], 180), Math.min(coords[3], 85)],
     'EPSG:4326', 'EPSG:3857',
@@ -40,7 +40,9 @@ function drawLayers(layers, coords) {
   const olLayers = layers.map((layer) => {
     const source = new ImageWMS({
       url: `${base}/ows`,
-      params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true },
+      // `_v` (the record's last change) makes the browser fetch a restyled layer again.
+      params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true,
+        ...(layer.version ? { _v: layer.version } : {}) },
       ratio: 1,
     });
     let counted = false;
@@ -67,7 +69,8 @@ function drawLayers(layers, coords) {
 function showMap(resource) {
   if (resource.resource_type !== 'dataset' || !resource.alternate) return;
   document.getElementById('resource-map').setAttribute('aria-label', `Map of ${resource.title || 'the dataset'}`);
-  drawLayers([{ name: resource.alternate, opacity: 1, visible: true }], resource.extent && resource.extent.coords);
+  drawLayers([{ name: resource.alternate, opacity: 1, visible: true, version: resource.last_updated }],
+    resource.extent && resource.extent.coords);
 }
 
 // A map's layers, in their order, each with its opacity and visibility.
@@ -227,6 +230,8 @@ export async function showResource(route) {
     document.getElementById(id).removeAttribute('data-ready');
   }
   hideEditing();
+  const editMap = document.getElementById('edit-map');
+  if (editMap) editMap.remove();
   thumbnail.hidden = true;
   error.hidden = true;
   attributeSerial += 1;
@@ -289,6 +294,11 @@ export async function showResource(route) {
   if (resource.resource_type === 'document') showDocument(resource, serial);
   showLinked(resource, serial);
   setupEditing(resource, () => showResource(route));
+  if (resource.resource_type === 'map' && (resource.perms || []).includes('change_resourcebase')) {
+    const para = el('p', { id: 'edit-map' });
+    para.append(el('a', { href: `${base}/maps/${Number(resource.pk)}/edit`, id: 'edit-map-link' }, 'Edit map'));
+    title.after(para);
+  }
   if (resource.resource_type === 'dataset' && resource.alternate && resource.subtype !== 'raster') {
     showAttributes(resource, 0);
   }

@@ -23,7 +23,7 @@ from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.executions import start_object
 from cartotheca.api.schemas.uploads import final_step, upload_record
-from cartotheca.catalogue import upload_limits, uploads
+from cartotheca.catalogue import resource_files, upload_limits, uploads
 from cartotheca.db.models import Resource
 from cartotheca.errors import LimitExceeded, NotFound
 
@@ -78,8 +78,10 @@ def _release(sessions, slot: int) -> None:
 
 
 def _start(request: Request, db, principal, settings, form: StagedForm, token: str, slot: int) -> dict:
-    uploads.sweep_abandoned(db, settings)
     files = {name: form.path(name) for name in form.files}
+    if resource_files.is_resource_file_action(form.fields):
+        return _start_resource_file(request, db, principal, settings, form, files, slot)
+    uploads.sweep_abandoned(db, settings)
     upload, params = uploads.begin_upload(db, settings, principal, form.fields, files, token, form.total)
     tasks = app_state(request).tasks
     execution = tasks.submit(db, user_id=principal.id, func_name="import_upload", action="import",
@@ -87,6 +89,24 @@ def _start(request: Request, db, principal, settings, form: StagedForm, token: s
                              name=files["base_file"].name)
     upload.exec_id = execution.exec_id
     # The upload record replaces the slot in one commit: it is counted once, never missed.
+    upload_limits.release_upload_slot(db, slot)
+    db.commit()
+    tasks.dispatch(execution.exec_id)
+    return start_object(settings.site_base, execution)
+
+
+def _start_resource_file(request: Request, db, principal, settings, form: StagedForm, files,
+                         slot: int) -> dict:
+    """A style or metadata file for a published dataset: checked now, applied by an execution;
+    the staged file is not needed after the check (its text travels in the execution's inputs)."""
+    try:
+        params = resource_files.check(db, settings, principal, form.fields, files)
+    finally:
+        uploads.remove_staged(form.folder)
+    tasks = app_state(request).tasks
+    execution = tasks.submit(db, user_id=principal.id, func_name="apply_resource_file",
+                             action=params["action"], input_params=params, source="upload_workflow",
+                             resource_id=params["resource_id"], name=params["file_name"])
     upload_limits.release_upload_slot(db, slot)
     db.commit()
     tasks.dispatch(execution.exec_id)
