@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from cartotheca.db.models import (
 )
 from cartotheca.errors import (
     InvalidInput,
+    InvalidQuery,
     NotAuthenticated,
     NotFound,
     PermissionDenied,
@@ -166,11 +167,12 @@ class Listing:
     """One page of a list, with what the wire envelope needs."""
 
     rows: Sequence[Any]
-    total: int
+    total: int | None  # None when the request asked for no count (total=false)
     page: int
     page_size: int | None
     perms: dict[int, list[str]] = field(default_factory=dict)
     favorites: frozenset[int] = frozenset()
+    has_next: bool | None = None  # known without a count: one row past the page was asked for
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,31 @@ def paginate(session: Session, stmt: Select, order: Sequence[Any], ctx: ListCont
     if not options:
         return session.scalars(stmt).all(), total, number, page.size
     return _load_page(session, stmt, options), total, number, page.size
+
+
+def paginate_uncounted(session: Session, stmt: Select, order: Sequence[Any], ctx: ListContext,
+                       options: Sequence[Any] = ()) -> tuple[Sequence[Any], bool, int, int]:
+    """One page without the count (``total=false``): the page and one row more, which says
+    whether a next page exists. Counting every row the requester may see costs far more than the
+    page itself on a large catalogue (the page walks an index and stops early)."""
+    page = query.parse_page(
+        ctx.params,
+        default_size=ctx.settings.API_LIMIT_PER_PAGE,
+        search_size=ctx.settings.DEFAULT_SEARCH_SIZE,
+        max_size=ctx.settings.API_MAX_PAGE_SIZE,
+    )
+    if page.number is None or page.size is None:
+        raise InvalidQuery("total=false needs a page number and a page size")
+    stmt = stmt.order_by(*order).limit(page.size + 1).offset((page.number - 1) * page.size)
+    rows = _load_page(session, stmt, options) if options else session.scalars(stmt).all()
+    if not rows and page.number > 1:
+        raise NotFound("Invalid page.")
+    return rows[:page.size], len(rows) > page.size, page.number, page.size
+
+
+def wants_total(params: Mapping[str, list[str]]) -> bool:
+    raw = (params.get("total") or [None])[0]
+    return True if raw is None else query.strict_bool(raw, "total")
 
 
 def _load_page(session: Session, stmt: Select, options: Sequence[Any]) -> list[Any]:
@@ -272,6 +299,9 @@ def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement] = (),
                    fields: FieldMap = RESOURCE_FIELDS) -> Listing:
     stmt = select(Resource).where(*base, *resource_clauses(ctx, fields))
     order = query.compile_sort(ctx.params, fields)
+    if not wants_total(ctx.params):
+        rows, has_next, number, size = paginate_uncounted(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
+        return decorate(ctx.session, ctx.principal, Listing(rows, None, number, size, has_next=has_next))
     rows, total, number, size = paginate(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
     return decorate(ctx.session, ctx.principal, Listing(rows, total, number, size))
 
@@ -784,8 +814,13 @@ COPIED_COLUMNS = (
 
 
 def copy_resource(session: Session, principal: Principal, settings: Settings, source: Resource,
-                  defaults: Mapping[str, Any]) -> Resource:
-    """A new resource owned by ``principal`` with the source's metadata (GeoNode's copy)."""
+                  defaults: Mapping[str, Any], *, copy_data: bool = True, key: str | None = None,
+                  on_stored: Callable[[Callable[[], None]], None] | None = None) -> Resource:
+    """A new resource owned by ``principal`` with the source's metadata (GeoNode's copy).
+
+    A dataset's copy gets its own stored data unless ``copy_data`` is false (a trial run that
+    only checks the input); ``key`` and ``on_stored`` are passed to ``copy_dataset``.
+    """
     if not source.is_copyable:
         raise InvalidInput("Resource can not be cloned.")
     clone = Resource(**{c: getattr(source, c) for c in COPIED_COLUMNS},
@@ -809,5 +844,9 @@ def copy_resource(session: Session, principal: Principal, settings: Settings, so
         from cartotheca.catalogue import maps  # a copied map shows the same layers
 
         maps.copy_layers(session, principal, settings, source, clone)
+    if source.resource_type == "dataset" and copy_data:
+        from cartotheca.catalogue import dataset_copies  # a copied dataset gets its own data
+
+        dataset_copies.copy_dataset(session, settings, source, clone, key=key, on_stored=on_stored)
     return clone
 

@@ -109,7 +109,7 @@ class ResourceRoutes:
              params: ListParams, key: str | None = None) -> JSON:
         items = self.serialise(db, listing, ctx, params)
         return JSON(envelope(request, key or self.plural, items, total=listing.total,
-                             page=listing.page, page_size=listing.page_size))
+                             page=listing.page, page_size=listing.page_size, has_next=listing.has_next))
 
     def record_context(self, settings, principal) -> RecordContext:
         return RecordContext(settings.site_base, principal, self.prefix)
@@ -321,7 +321,7 @@ def resource_list_response(request: Request, db, principal, settings, base: list
     listing = catalogue.list_resources(list_context(request, db, principal), base=base)
     items = records(listing, RecordContext(settings.site_base, principal))
     return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
-                         page_size=listing.page_size))
+                         page_size=listing.page_size, has_next=listing.has_next))
 
 
 def bulk_items(body: Any, singular: str, plural: str) -> tuple[list[Mapping[str, Any]], bool]:

@@ -36,12 +36,17 @@ def _encode(items: list[tuple[str, str]]) -> str:
     return urlencode(items)
 
 
-def envelope(request: Request, key: str, items: list[Any], *, total: int, page: int,
-             page_size: int | None) -> dict[str, Any]:
-    last = 1 if not page_size else max(1, -(-total // page_size))
+def envelope(request: Request, key: str, items: list[Any], *, total: int | None, page: int,
+             page_size: int | None, has_next: bool | None = None) -> dict[str, Any]:
+    """GeoNode's list envelope. ``total`` is None only for an uncounted resource page
+    (``total=false``), whose ``has_next`` then says whether a next page exists."""
+    if total is None:
+        more = bool(has_next)
+    else:
+        more = page < (1 if not page_size else max(1, -(-total // page_size)))
     return {
         "links": {
-            "next": page_link(request, page + 1) if page < last else None,
+            "next": page_link(request, page + 1) if more else None,
             "previous": page_link(request, page - 1) if page > 1 else None,
         },
         "total": total,
