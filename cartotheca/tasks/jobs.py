@@ -92,7 +92,8 @@ def copy(ctx: JobContext) -> dict[str, Any]:
     principal = _principal(ctx)
     ctx.step("copy resource")
     clone = catalogue.copy_resource(ctx.session, principal, ctx.settings, source,
-                                    ctx.params.get("defaults") or {})
+                                    ctx.params.get("defaults") or {},
+                                    key=ctx.execution.exec_id.replace("-", ""), on_stored=ctx.on_failure)
     return _summary(ctx, clone)
 
 

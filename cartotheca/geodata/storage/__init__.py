@@ -112,6 +112,11 @@ class VectorStore(Protocol):
     def write(self, source: SourceLayer, name: str) -> StoredLayer:
         """Copy ``source`` into a new layer called ``name`` with a spatial index."""
 
+    def copy(self, stored: StoredLayer, name: str) -> StoredLayer:
+        """Copy the stored layer into a new layer called ``name`` (same rows, fids, columns and
+        CRS, with its own spatial index), published whole or not at all; ``NotFound`` if the
+        source's data is missing, ``Conflict`` if ``name`` is taken."""
+
     def drop(self, stored: StoredLayer) -> None:
         """Remove the layer and everything it wrote; missing is not an error."""
 
@@ -137,6 +142,10 @@ class RasterStore(Protocol):
     def write_cog(self, source_path: str, name: str) -> str:
         """Convert a GDAL-readable raster to a COG (internal tiling, overviews); returns
         its location relative to the raster root."""
+
+    def copy_cog(self, location: str, name: str) -> str:
+        """Copy a stored COG under ``name`` (published whole or not at all); returns the
+        copy's location."""
 
     def path(self, location: str) -> str:
         """Absolute path of a stored COG."""

@@ -8,11 +8,12 @@ the overviews are resampled (nearest for paletted or categorical-looking data, a
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cartotheca.errors import Conflict, InvalidInput
+from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import check_name
 
@@ -68,6 +69,23 @@ class COGStore:
         finally:
             remove(temporary, ".aux.xml")
         return location
+
+    def copy_cog(self, location: str, name: str) -> str:
+        name = check_name(name)
+        source = Path(self.path(location))
+        if not source.is_file():
+            raise NotFound(f"the raster {location} is missing")
+        copied = f"{name}.tif"
+        final = Path(self.path(copied))
+        if final.exists():
+            raise Conflict(f"a raster named {name} already exists")
+        temporary = self.root / f".{name}.{uuid.uuid4().hex}.tmp.tif"
+        try:
+            shutil.copyfile(source, temporary)
+            publish(temporary, final)
+        finally:
+            remove(temporary)
+        return copied
 
     def drop(self, location: str) -> None:
         remove(Path(self.path(location)), ".aux.xml", ".ovr")

@@ -288,6 +288,26 @@ class GeoPackageStore(SQLVectorStore):
                            fid_column="fid", geometry_type=geometry_type, srid=srid, crs_wkt=crs_wkt,
                            feature_count=int(count), bounds=bounds, fields=fields)
 
+    def copy(self, stored: StoredLayer, name: str) -> StoredLayer:
+        from cartotheca.geodata.storage import gpkg_copy
+
+        name = check_name(name)
+        source = self.path(stored)
+        if not source.is_file():
+            raise NotFound(f"the data of layer {stored.layer} is missing")
+        final = self.root / f"{name}.gpkg"
+        if final.exists():
+            raise Conflict(f"a GeoPackage named {name} already exists")
+        temporary = self.root / f".{name}.{uuid.uuid4().hex}.tmp.gpkg"
+        try:
+            gpkg_copy.backup(source, temporary)
+            gpkg_copy.rename_layer(temporary, stored.layer, name, stored.geometry_column)
+            copied = self._describe(temporary, name, list(stored.fields), stored.geometry_type)
+            publish(temporary, final)
+        finally:
+            _remove(temporary)
+        return copied
+
     def drop(self, stored: StoredLayer) -> None:
         _remove(self.path(stored))
 
