@@ -150,14 +150,24 @@ function renderCards(list, resources, user) {
   }
 }
 
+// The page's results come without a count (total=false): on a large catalogue the count of
+// every visible row costs far more than the page, so it follows in its own request.
 function renderResults(data, user) {
-  renderCards(document.getElementById('results'), data.resources || [], user);
-  const total = data.total || 0;
+  const resources = data.resources || [];
+  renderCards(document.getElementById('results'), resources, user);
+  const page = data.page || 1;
+  const first = (page - 1) * PAGE_SIZE + 1;
+  document.getElementById('result-count').textContent = resources.length
+    ? `Showing ${first}–${first + resources.length - 1}…` : 'No resources found';
+  document.getElementById('page-info').textContent = `Page ${page}`;
+  document.getElementById('prev-page').disabled = page <= 1;
+  document.getElementById('next-page').disabled = !(data.links && data.links.next);
+}
+
+function renderTotal(total, page) {
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   document.getElementById('result-count').textContent = total === 1 ? '1 resource found' : `${total} resources found`;
-  document.getElementById('page-info').textContent = `Page ${data.page || 1} of ${pages}`;
-  document.getElementById('prev-page').disabled = (data.page || 1) <= 1;
-  document.getElementById('next-page').disabled = (data.page || 1) >= pages;
+  document.getElementById('page-info').textContent = `Page ${page} of ${pages}`;
 }
 
 async function renderFacets(state, serial) {
@@ -213,23 +223,31 @@ export async function search() {
   const results = document.getElementById('results');
   results.removeAttribute('data-ready');
   document.getElementById('facet-groups').removeAttribute('data-ready');
-  const facets = renderFacets(state, serial);
   const favorites = document.getElementById('favorites-only');
   favorites.setAttribute('aria-pressed', String(state.favorite));
-  const plain = !narrowed(state, {}) && state.page === 1;
-  showFeatured(plain);
+  // The results first, alone: the count, the facets and the featured resources are asked for
+  // once they are shown, so they do not compete with the page for the server.
+  let page = 1;
   try {
-    const [data, user] = await Promise.all([getJson(`${api('resources')}?${queryParams(state)}`), signedIn]);
+    const uncounted = queryParams(state);
+    uncounted.set('total', 'false');
+    const [data, user] = await Promise.all([getJson(`${api('resources')}?${uncounted}`), signedIn]);
     if (serial !== searchSerial) return;
     favorites.hidden = !user;
     renderResults(data, user);
+    page = data.page || 1;
   } catch (error) {
     if (serial !== searchSerial) return;
     results.replaceChildren();
     document.getElementById('result-count').textContent = `The search failed (${error.message}).`;
   }
   results.setAttribute('data-ready', 'true');
-  await facets;
+  const counted = queryParams(state, { pageSize: 1, page: 1 });
+  getJson(`${api('resources')}?${counted}`).then((data) => {
+    if (serial === searchSerial && Number.isInteger(data.total)) renderTotal(data.total, page);
+  }).catch(() => {});
+  showFeatured(!narrowed(state, {}) && state.page === 1);
+  await renderFacets(state, serial);
 }
 
 let featured = null;
@@ -242,7 +260,7 @@ async function showFeatured(visible) {
     return;
   }
   if (!featured) {
-    featured = getJson(`${api('resources')}?filter{featured}=true&page_size=4&sort[]=-date`)
+    featured = getJson(`${api('resources')}?filter{featured}=true&page_size=4&sort[]=-date&total=false`)
       .then((data) => data.resources || []).catch(() => []);
   }
   const resources = await featured;
