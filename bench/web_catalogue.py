@@ -107,9 +107,10 @@ def main(argv=None) -> None:
                     result = measure(browser, base, case, args.runs)
                     result["load"] = [round(v, 2) for v in (*load_before, *os.getloadavg())]
                     results.append(result)
-                    print(f"  {case['name']}: first results {result['first_results_s']['median']:.3f} s "
-                          f"(min {result['first_results_s']['min']:.3f}, max {result['first_results_s']['max']:.3f}); "
-                          f"facets {result['facets_s']['median']:.3f} s", file=sys.stderr, flush=True)
+                    shown = result["first_results_s"]
+                    print(f"  {case['name']}: first results {shown['median']:.3f} s (min {shown['min']:.3f}, "
+                          f"max {shown['max']:.3f}); facets {result['facets_s']['median']:.3f} s",
+                          file=sys.stderr, flush=True)
             finally:
                 browser.close()
     finally:
@@ -122,11 +123,13 @@ def main(argv=None) -> None:
     print("|---|---:|---:|---:|---:|---|")
     for r in results:
         f, c = r["first_results_s"], r["facets_s"]
-        print(f"| {r['scenario']} | {f['median']:.3f} | {f['min']:.3f} | {f['max']:.3f} | {c['median']:.3f} | "
-              f"{' '.join(map(str, r['load'][:3]))} / {' '.join(map(str, r['load'][3:]))} |")
+        loads = f"{' '.join(map(str, r['load'][:3]))} / {' '.join(map(str, r['load'][3:]))}"
+        print(f"| {r['scenario']} | {f['median']:.3f} | {f['min']:.3f} | {f['max']:.3f} | "
+              f"{c['median']:.3f} | {loads} |")
     if args.out:
-        args.out.write_text(json.dumps({"resources": total, "dialect": engine.dialect.name,
-                                        "at": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}, indent=2))
+        summary = {"resources": total, "dialect": engine.dialect.name,
+                   "at": time.strftime("%Y-%m-%d %H:%M:%S"), "results": results}
+        args.out.write_text(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
