@@ -1,13 +1,27 @@
 // The account links of the header, the login and logout pages (cookie session + CSRF token).
-import { SCRIPTED, base, getJson } from './api.js';
+import { SCRIPTED, api, base, getJson } from './api.js';
 import { cookie, el } from './dom.js';
+
+let staffUser = false;
+// Whether the signed-in user is staff or a superuser, once setupAccountNav's promise has resolved.
+export const isStaff = () => staffUser;
+
+async function staffFlag(userId) {
+  try {
+    const { user } = await getJson(api(`users/${encodeURIComponent(userId)}`));
+    return Boolean(user && (user.is_staff || user.is_superuser));
+  } catch {
+    return false;
+  }
+}
 
 export async function setupAccountNav() {
   const slot = document.getElementById('account-nav');
   if (!slot || !cookie('csrftoken')) return null;
   let name = null;
+  let claims;
   try {
-    const claims = await getJson(`${base}/o/userinfo`);
+    claims = await getJson(`${base}/o/userinfo`);
     name = claims.preferred_username;
   } catch {
     return null; // the session has expired: keep "Log in"
@@ -17,6 +31,10 @@ export async function setupAccountNav() {
   slot.append(el('a', { href: `${base}/account/profile`, id: 'profile-link' }, 'Profile'),
     document.createTextNode(' · '),
     el('a', { href: `${base}/account/logout`, id: 'logout-link' }, 'Log out'));
+  // The claims do not say whether the user is staff; the user's own record does.
+  staffUser = claims.sub ? await staffFlag(claims.sub) : false;
+  const staffNav = document.getElementById('staff-nav');
+  if (staffNav) staffNav.hidden = !staffUser;
   return name;
 }
 
