@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -92,8 +93,30 @@ async def _unexpected(request: Request, exc: Exception) -> JSON:
     return error_response(500, ["A server error occurred."], "error")
 
 
+NUL_MESSAGE = "Text may not contain NUL (0x00) characters."
+
+
+async def _data_error(request: Request, exc: Exception) -> JSON:
+    if is_nul_in_text(exc):
+        return error_response(400, [NUL_MESSAGE], "invalid")
+    return await _unexpected(request, exc)
+
+
+def is_nul_in_text(exc: BaseException) -> bool:
+    """PostgreSQL refuses NUL characters in text; the driver says so when binding a value a
+    client sent (a path, a query parameter, a field, a user name). That is bad input, not a
+    server fault. SQLite stores such text, so only this case needs catching."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "NUL (0x00)" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def add_exception_handlers(app: FastAPI) -> None:
     app.add_exception_handler(errors.CartothecaError, _domain)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(sqlalchemy.exc.DataError, _data_error)
     app.add_exception_handler(Exception, _unexpected)

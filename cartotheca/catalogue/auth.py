@@ -174,7 +174,8 @@ def user_from_basic(session: Session, header_value: str) -> tuple[User, list[tup
             "Invalid basic header. Credentials not correctly base64 encoded.") from None
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
-    rows = session.execute(
+    # No account name holds a NUL character (PostgreSQL could not even compare one).
+    rows = [] if "\x00" in username else session.execute(
         select(User, GroupMember.group_id, GroupMember.role)
         .outerjoin(GroupMember, GroupMember.user_id == User.id)
         .where(User.username == username)

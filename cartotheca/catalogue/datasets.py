@@ -30,7 +30,10 @@ from cartotheca.settings import Settings
 
 
 def split_alternate(name: str, settings: Settings) -> tuple[str, str]:
-    """``workspace:name`` → (workspace, name); a bare name takes the default workspace."""
+    """``workspace:name`` → (workspace, name); a bare name takes the default workspace.
+    A name with a NUL character names no dataset (and PostgreSQL could not compare it)."""
+    if "\x00" in name:
+        raise NotFound(f"No dataset named {name}")
     workspace, sep, layer = name.strip().partition(":")
     if not sep:
         return settings.DEFAULT_WORKSPACE, workspace
