@@ -72,8 +72,9 @@ def get_harvester(harvester_id: str, db: DbDep, _: SuperuserDep, settings: Setti
     return JSON({wire.SINGULAR: wire.harvester_record(harvester, settings.site_base, detail=True)})
 
 
-@router.api_route("/api/v2/harvesters/{harvester_id}", methods=["PUT", "PATCH"],
-                  summary="Change a harvester; status starts an action (superuser)")
+@router.put("/api/v2/harvesters/{harvester_id}", summary="Replace a harvester (superuser)")
+@router.patch("/api/v2/harvesters/{harvester_id}",
+              summary="Change a harvester; status starts an action (superuser)")
 def update_harvester(request: Request, harvester_id: str, db: DbDep, principal: SuperuserDep,
                      settings: SettingsDep, body=Depends(read_body)) -> JSON:
     harvester = domain.get_harvester(db, harvester_id)
