@@ -133,6 +133,7 @@ def include_routers(app: FastAPI) -> None:
         documents,
         downloads,
         executions,
+        facets,
         geoapps,
         groups,
         harvesters,
@@ -159,7 +160,7 @@ def include_routers(app: FastAPI) -> None:
     # resource_extras and the typed collections before resources: their fixed sub-paths must win
     # over resources/{id}/{field_name} and {collection}/{id}/{field_name}.
     for module in (tiles, ows, discovery, resource_operations, resource_extras, datasets, documents,
-                   geoapps, maps, uploads, resources, executions, users, groups, reference, auth,
+                   geoapps, maps, uploads, facets, resources, executions, users, groups, reference, auth,
                    downloads, styles, thumbnails, csw, metadata, monitoring, mapclient, upload_limits,
                    management, harvesters):
         app.include_router(module.router)

@@ -24,7 +24,7 @@ def registered_collections(request: Request) -> list[str]:
         if path.startswith("/api/v2/"):
             head = path[len("/api/v2/"):].split("/")[0]
             if head and "{" not in head and head not in ("schema", "openapi.json", "docs",
-                                                         "resource-service", "management",
+                                                         "resource-service", "management", "facets",
                                                          "harvesters", "harvesting-sessions"):
                 found.add(head)
     return sorted(found)
