@@ -12,25 +12,21 @@ const TYPES = [
   ['geoapp', 'Geo apps'],
 ];
 const SORTS = ['-date', 'date', 'title', '-title', '-popular_count'];
-// Each facet: its URL key, the API filter it sets, and where its values (with their
-// catalogue-wide counts) come from. With a search or another filter active, the counts are
-// those of filtered queries (page_size=1, reading `total`).
+const TYPE_LABELS = Object.fromEntries(TYPES);
+// Each facet: its URL key, the list filter it sets, and its name in the facets API
+// (/api/v2/facets/{name}), which counts the visible resources per value in one query. A facet's
+// counts are taken under every other active filter but not its own, so its other values stay
+// offered. Owners and groups are filtered by name, which their facets give as the label.
 const FACETS = [
-  { key: 'type', label: 'Resource type', filter: 'filter{resource_type}' },
-  { key: 'category', label: 'Category', filter: 'filter{category.identifier}',
-    source: 'categories?with_resources=true&page_size=100', list: 'categories',
-    value: (c) => c.identifier, text: (c) => c.gn_description || c.identifier },
-  { key: 'keyword', label: 'Keyword', filter: 'filter{keywords.slug}',
-    source: 'keywords?page_size=20', list: 'keywords', value: (k) => k.slug, text: (k) => k.name },
-  { key: 'region', label: 'Region', filter: 'filter{regions.code}',
-    source: 'regions?with_resources=true&page_size=20', list: 'regions',
-    value: (r) => r.code, text: (r) => r.name },
-  { key: 'owner', label: 'Owner', filter: 'filter{owner.username}',
-    source: 'owners?page_size=20', list: 'owners', value: (o) => o.username,
-    text: (o) => [o.first_name, o.last_name].filter(Boolean).join(' ') || o.username },
-  { key: 'group', label: 'Group', filter: 'filter{group.name}',
-    source: 'groups?page_size=20', list: 'group_profiles', value: (g) => g.group && g.group.name,
-    text: (g) => g.title || (g.group && g.group.name) },
+  { key: 'type', label: 'Resource type', filter: 'filter{resource_type}', api: 'resourcetype',
+    value: (t) => t.key, text: (t) => TYPE_LABELS[t.key] || t.label },
+  { key: 'category', label: 'Category', filter: 'filter{category.identifier}', api: 'category', size: 20 },
+  { key: 'keyword', label: 'Keyword', filter: 'filter{keywords.slug}', api: 'keyword', size: 20 },
+  { key: 'region', label: 'Region', filter: 'filter{regions.code}', api: 'region', size: 20 },
+  { key: 'owner', label: 'Owner', filter: 'filter{owner.username}', api: 'owner', size: 20,
+    value: (t) => t.label },
+  { key: 'group', label: 'Group', filter: 'filter{group.name}', api: 'group', size: 20,
+    value: (t) => t.label },
 ];
 
 let signedIn = Promise.resolve(null);
@@ -84,7 +80,8 @@ function stateUrl(state) {
   return `${window.location.pathname}${query ? `?${query}` : ''}`;
 }
 
-function queryParams(state, { without, pageSize = PAGE_SIZE, page = state.page } = {}) {
+// The filters of a search (not its order or page), without facet ``without``'s own.
+function filterParams(state, without) {
   const params = new URLSearchParams();
   if (state.q) params.set('search', state.q);
   for (const facet of FACETS) {
@@ -92,34 +89,35 @@ function queryParams(state, { without, pageSize = PAGE_SIZE, page = state.page }
   }
   if (state.favorite) params.set('favorite', 'true');
   if (state.extent) params.set('extent', state.extent);
+  return params;
+}
+
+function queryParams(state, { pageSize = PAGE_SIZE, page = state.page } = {}) {
+  const params = filterParams(state);
   params.append('sort[]', state.sort);
   params.set('page', String(page));
   params.set('page_size', String(pageSize));
   return params;
 }
 
-async function countWith(state, facet, value) {
-  const params = queryParams(state, { without: facet.key, pageSize: 1, page: 1 });
-  params.set(facet.filter, value);
-  const data = await getJson(`${api('resources')}?${params}`);
-  return data.total;
+function narrowed(state) {
+  return Boolean(state.q) || state.favorite || Boolean(state.extent) || FACETS.some((facet) => state[facet.key]);
 }
 
-const facetLists = {};
-
-// A facet's values, fetched once per page load (they depend on who looks, not on the search).
-function facetValues(facet) {
-  if (facet.key === 'type') return Promise.resolve(TYPES.map(([value, label]) => ({ value, label })));
-  if (!facetLists[facet.key]) {
-    facetLists[facet.key] = getJson(api(facet.source)).then((data) => (data[facet.list] || [])
-      .map((item) => ({ value: facet.value(item), label: facet.text(item), count: item.count }))
-      .filter((item) => typeof item.value === 'string' && item.value));
-  }
-  return facetLists[facet.key];
-}
-
-function narrowed(state, facet) {
-  return Boolean(state.q) || state.favorite || Boolean(state.extent) || FACETS.some((other) => other.key !== facet.key && state[other.key]);
+// A facet's values with their counts under the search's other filters; a chosen value that is
+// not among the first ones is still listed, so it can be unchosen.
+async function facetValues(state, facet) {
+  const params = filterParams(state, facet.key);
+  params.set('page_size', String(facet.size || 10));
+  const data = await getJson(`${api(`facets/${facet.api}`)}?${params}`);
+  const value = facet.value || ((t) => t.key);
+  const text = facet.text || ((t) => t.label);
+  const values = ((data.topics && data.topics.items) || [])
+    .map((t) => ({ value: String(value(t)), label: String(text(t)), count: t.count }))
+    .filter((v) => v.value);
+  const chosen = state[facet.key];
+  if (chosen && !values.some((v) => v.value === chosen)) values.push({ value: chosen, label: chosen, count: null });
+  return values;
 }
 
 let searchSerial = 0;
@@ -173,16 +171,11 @@ function renderTotal(total, page) {
 async function renderFacets(state, serial) {
   const container = document.getElementById('facet-groups');
   const groups = await Promise.all(FACETS.map(async (facet) => {
-    let values = [];
     try {
-      values = await facetValues(facet);
+      return { facet, values: await facetValues(state, facet) };
     } catch {
-      values = [];
+      return { facet, values: [] };
     }
-    const exact = !narrowed(state, facet) && values.every((v) => Number.isInteger(v.count));
-    const counts = exact ? values.map((v) => v.count)
-      : await Promise.all(values.map((v) => countWith(state, facet, v.value).catch(() => 0)));
-    return { facet, values: values.map((v, i) => ({ ...v, count: counts[i] })) };
   }));
   if (serial !== searchSerial) return;
   container.replaceChildren();
@@ -197,7 +190,7 @@ async function renderFacets(state, serial) {
       const pressed = state[facet.key] === value.value;
       const button = el('button', { type: 'button', 'aria-pressed': pressed, 'data-value': value.value });
       button.append(el('span', { class: 'facet-label' }, value.label),
-        el('span', { class: 'facet-count' }, value.count));
+        el('span', { class: 'facet-count' }, Number.isInteger(value.count) ? value.count : ''));
       button.addEventListener('click', () => {
         const next = readState();
         next[facet.key] = next[facet.key] === value.value ? '' : value.value;
@@ -246,7 +239,7 @@ export async function search() {
   getJson(`${api('resources')}?${counted}`).then((data) => {
     if (serial === searchSerial && Number.isInteger(data.total)) renderTotal(data.total, page);
   }).catch(() => {});
-  showFeatured(!narrowed(state, {}) && state.page === 1);
+  showFeatured(!narrowed(state) && state.page === 1);
   await renderFacets(state, serial);
 }
 
@@ -266,7 +259,7 @@ async function showFeatured(visible) {
   const resources = await featured;
   if (!resources.length) return;
   renderCards(document.getElementById('featured-list'), resources, null);
-  section.hidden = !visible || narrowed(readState(), {}) || readState().page !== 1;
+  section.hidden = !visible || narrowed(readState()) || readState().page !== 1;
 }
 
 function navigate(state) {
