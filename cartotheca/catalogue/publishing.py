@@ -14,7 +14,7 @@ import logging
 import os
 import shutil
 import uuid as uuid_mod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -253,6 +253,44 @@ def after_commit(session: Session, action: Callable[[], None]) -> None:
 
     event.listen(session, "after_commit", committed, once=True)
     event.listen(session, "after_rollback", rolled_back, once=True)
+
+
+def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int]) -> None:
+    """Resources are about to be deleted: the stored data of the datasets among them (GeoPackage
+    file, PostGIS table or COG) is dropped once the deletion commits; a rollback keeps it.
+
+    Data that a dataset outside ``resource_ids`` still names is kept (a copy or an overwrite
+    always stores data of its own, so this only guards against rows written by hand)."""
+    ids = list(resource_ids)
+    if not ids:
+        return
+    doomed = session.scalars(select(Dataset).where(Dataset.resource_id.in_(ids))
+                             .order_by(Dataset.resource_id)).all()
+    places = {(d.storage, d.location) for d in doomed}
+    if not places:
+        return
+    kept = {(storage, location) for storage, location in session.execute(
+        select(Dataset.storage, Dataset.location).where(
+            Dataset.location.in_({location for _, location in places}),
+            Dataset.resource_id.not_in(ids)))}
+    drops = []
+    for dataset in doomed:
+        if (dataset.storage, dataset.location) in kept:
+            log.info("the data of %s is kept: another dataset uses it", dataset.name)
+            continue
+        kept.add((dataset.storage, dataset.location))  # one drop per place
+        drops.append((dataset.name, dataset_records.stored_of(dataset)))
+    if drops:
+        after_commit(session, lambda: _drop(settings, drops))
+
+
+def _drop(settings: Settings, drops: list[tuple[str, ingest.Stored]]) -> None:
+    """Missing data was already gone; anything else is logged: the deletion itself stands."""
+    for name, stored in drops:
+        try:
+            ingest.discard(settings, stored)
+        except Exception:
+            log.exception("the stored data of the deleted dataset %s could not be dropped", name)
 
 
 def _is_large(session: Session, settings: Settings, resource: Resource) -> bool:

@@ -698,14 +698,19 @@ def patch_resource(session: Session, principal: Principal, settings: Settings,
     return resource
 
 
-def delete_resources(session: Session, principal: Principal, resources: Sequence[Resource]) -> int:
+def delete_resources(session: Session, principal: Principal, settings: Settings,
+                     resources: Sequence[Resource]) -> int:
+    """Delete ``resources`` in the caller's transaction. What they stored (a dataset's data, a
+    document's file, thumbnails) is removed only once that transaction commits."""
     for resource in resources:
         require(session, principal, resource, perms.DELETE)
     ids = [r.id for r in resources]
     if ids:
-        from cartotheca.catalogue import documents  # their stored files go after the commit
+        from cartotheca.catalogue import documents, publishing, thumbnails
 
         documents.forget_files(session, ids)
+        publishing.forget_data(session, settings, ids)
+        thumbnails.forget_thumbnails(session, settings, resources)
         fans = events.favourite_user_ids(session, ids)
         for resource in resources:
             events.record(session, events.RESOURCE_DELETED, resource=resource, actor=principal,

@@ -170,6 +170,26 @@ def write_thumbnail(settings: Settings, resource: Resource, png: bytes) -> str:
     return url
 
 
+def forget_thumbnails(session: Session, settings: Settings, resources: Sequence[Resource]) -> None:
+    """Resources are about to be deleted: their stored thumbnails go once the deletion commits
+    (a file is removed even when a URL set later replaced it as the thumbnail)."""
+    from cartotheca.catalogue.publishing import after_commit
+
+    paths = []
+    for resource in resources:
+        try:
+            paths.append(thumbnail_path(settings, resource.uuid))
+        except NotFound:
+            continue  # not a UUID (a harvested record's): no file can have been stored for it
+
+    def remove() -> None:
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+    if paths:
+        after_commit(session, remove)
+
+
 def set_thumbnail(session: Session, principal: Principal, settings: Settings, resource: Resource,
                   value: Any) -> str:
     """PUT set_thumbnail: an uploaded/base64 image is stored, a URL is kept as it is."""

@@ -71,7 +71,7 @@ def delete(ctx: JobContext) -> dict[str, Any]:
     resource = _resource(ctx)
     uuid = resource.uuid
     ctx.step("delete resource")
-    deleted = catalogue.delete_resources(ctx.session, _principal(ctx), [resource])
+    deleted = catalogue.delete_resources(ctx.session, _principal(ctx), ctx.settings, [resource])
     return {"output": {"uuid": uuid, "deleted": deleted}}
 
 

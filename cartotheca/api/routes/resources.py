@@ -206,7 +206,7 @@ class ResourceRoutes:
                 rows = catalogue.load_many(db, ids, self.types)
                 for row in rows:
                     catalogue.ensure_visible(db, principal, settings, row)
-                catalogue.delete_resources(db, principal, rows)
+                catalogue.delete_resources(db, principal, settings, rows)
                 db.commit()
                 return no_content()
 
@@ -279,7 +279,7 @@ class ResourceRoutes:
             def delete(resource_id: IdPath, db: DbDep, principal: UserDep,
                        settings: SettingsDep):
                 resource = catalogue.load_for_write(db, principal, settings, resource_id, self.types)
-                catalogue.delete_resources(db, principal, [resource])
+                catalogue.delete_resources(db, principal, settings, [resource])
                 db.commit()
                 return no_content()
 

@@ -101,7 +101,7 @@ def features(client, alternate: str) -> list[tuple]:
 
 
 def drop_data(db, settings, resource) -> None:
-    """Remove a dataset's stored data, as a delete that drops data does."""
+    """Remove a dataset's stored data behind the catalogue's back (a store that lost it)."""
     ingest.discard(settings, stored_of(db.get(Dataset, resource.id)))
 
 
@@ -138,12 +138,13 @@ def test_vector_copy_is_an_independent_layer(client, db, settings, owner, copier
     path.write_bytes(download.content)
     assert read_features(f"/vsizip/{path}")["name"] == [p["name"] for p in POLYGONS]
 
-    # the source is untouched, then deleted with its data: the copy goes on working
+    # the source is untouched, then deleted, which drops its data: the copy goes on working
     db.rollback()
     assert db.get(Resource, polygons.id).alternate == source_alternate
-    drop_data(db, settings, polygons)
+    with_source = stored_names(settings)
     olga = basic("olga", PASSWORD)
     assert client.delete(f"/api/v2/resources/{polygons.id}", headers=olga).status_code == 204
+    assert len(with_source - stored_names(settings)) == 1
     assert np.array_equal(get_map(client, record["alternate"], **POLYGON_MAP), source_map)
     assert features(client, record["alternate"]) == source_features
     assert client.get(f"/datasets/{record['alternate']}/dataset_download").status_code == 200
@@ -160,8 +161,9 @@ def test_raster_copy_is_an_independent_layer(client, db, settings, copier, raste
     assert dataset.storage == "cog" and dataset.location != db.get(Dataset, raster.id).location
     assert np.array_equal(get_map(client, copy.alternate, **RASTER_MAP), source_map)
 
-    drop_data(db, settings, raster)
+    with_source = stored_names(settings)
     assert client.delete(f"/api/v2/resources/{raster.id}", headers=basic("olga", PASSWORD)).status_code == 204
+    assert len(with_source - stored_names(settings)) == 1
     assert np.array_equal(get_map(client, copy.alternate, **RASTER_MAP), source_map)
     download = client.get(f"/datasets/{copy.alternate}/dataset_download")
     assert download.status_code == 200 and download.headers["content-type"] == "image/tiff"
