@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -210,12 +210,23 @@ def store(settings: Settings, source: Source, store_name: str) -> Stored:
             source.source.preloaded.release()  # the stored copy is what is read from now on
 
 
+# Called with (storage, location) after stored data is dropped: the map server registers one to
+# close what it keeps open on that data (its pooled maps), so the space comes back at once.
+DISCARD_LISTENERS: list[Callable[[str, str], None]] = []
+
+
 def discard(settings: Settings, stored: Stored) -> None:
     """Remove stored data (a failed or replaced publication); missing is not an error."""
     if stored.layer is not None:
         vector_store(settings, stored.layer.storage).drop(stored.layer)
+        dropped = (stored.layer.storage, stored.layer.location)
     elif stored.cog_location:
         raster_store(settings).drop(stored.cog_location)
+        dropped = ("cog", stored.cog_location)
+    else:
+        return
+    for listener in DISCARD_LISTENERS:
+        listener(*dropped)
 
 
 def discard_named(settings: Settings, kind: str, store_name: str) -> None:

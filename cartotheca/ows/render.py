@@ -39,6 +39,7 @@ from sqlalchemy.orm import object_session
 
 from cartotheca.db.models import Style
 from cartotheca.errors import InvalidInput
+from cartotheca.geodata import ingest
 from cartotheca.geodata.storage import raster_store, stored_layer, vector_store
 from cartotheca.ows import sld as sldlib
 from cartotheca.ows.styles import default_sld
@@ -474,8 +475,16 @@ class MapPool:
             self._idle.clear()
             self._count = 0
 
+    def forget(self, storage: str, location: str) -> None:
+        """Drop the idle maps drawing data at ``location``: they hold its file open."""
+        with self._lock:
+            for key in [k for k in self._idle
+                        if any(layer[1] == storage and layer[2] == location for layer in k[2])]:
+                self._count -= len(self._idle.pop(key))
+
 
 _POOL = MapPool()
+ingest.DISCARD_LISTENERS.append(_POOL.forget)
 
 
 def clear_cache() -> None:

@@ -233,3 +233,33 @@ def test_data_another_dataset_names_is_kept(client, db, settings, owner, auth, p
     assert stored.data_exists() and not stored.thumbnail.exists()
     assert client.delete(f"/api/v2/resources/{twin_id}", headers=auth).status_code == 204
     assert not stored.data_exists()
+
+
+def _open_files() -> set[str]:
+    fds = Path("/proc/self/fd")
+    out = set()
+    for fd in fds.iterdir():
+        try:
+            out.add(str(fd.resolve()))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open files")
+def test_the_map_server_lets_go_of_deleted_files(client, db, settings, auth, polygons, raster):
+    """The map server keeps built maps in a pool, each holding its data files open; deleting a
+    dataset closes them, so the disk space comes back at once, not when the pool evicts them."""
+    files = []
+    for resource, view in ((raster, RASTER_MAP), (polygons, POLYGON_MAP)):
+        get_map(client, resource.alternate, **view)
+        stored = Stored(db, settings, resource)
+        if stored.storage != "postgis":
+            path = (raster_store(settings).path(stored.location) if stored.storage == "cog"
+                    else Path(settings.DATA_DIR) / "vector" / stored.location)
+            files.append(str(Path(path).resolve()))
+    assert files and all(f in _open_files() for f in files), "the pooled maps hold the data open"
+    for resource in (raster, polygons):
+        assert client.delete(f"/api/v2/resources/{resource.id}", headers=auth).status_code == 204
+    still_open = {f for f in _open_files() if any(f.startswith(name) for name in files)}
+    assert not still_open, still_open
