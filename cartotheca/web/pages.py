@@ -90,7 +90,7 @@ def logout_page(request: Request, settings: SettingsDep) -> HTMLResponse:
 
 @router.get("/upload")
 def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "upload.html", "upload", "Upload a dataset")
+    return render(request, settings, "upload.html", "upload", "Upload a dataset or documents")
 
 
 @router.get("/account/signup")
