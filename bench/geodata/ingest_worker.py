@@ -112,13 +112,17 @@ def _settings(data_dir: str, storage: str, datastore_url: str | None, database_u
 def warm_imports() -> None:
     """Modules a server has loaded long before its first upload: importing them (pyarrow.compute
     alone takes ~0.15 s) is not part of a write's cost."""
+    import numpy.ma  # noqa: F401  (numpy loads it lazily on the first np.unique, ~0.01 s)
     import psycopg  # noqa: F401  (the floor imports it before its timing too)
     import pyarrow.compute  # noqa: F401
     import pyogrio  # noqa: F401  (the floor's too; validation would import it lazily, ~0.15 s)
     import shapely  # noqa: F401
 
+    import cartotheca.catalogue.dataset_records  # noqa: F401
+    import cartotheca.geodata.stats  # noqa: F401
     import cartotheca.geodata.storage.geopackage  # noqa: F401
     import cartotheca.geodata.storage.postgis  # noqa: F401
+    import cartotheca.ows.styles  # noqa: F401  (the default style's SLD; loaded by any map drawn)
 
 
 def store_write(src: str, data_dir: str, storage: str, datastore_url: str | None = None) -> dict:
