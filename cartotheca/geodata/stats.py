@@ -15,6 +15,7 @@ NA = "NA"
 NUMERIC = ("xsd:int", "xsd:long", "xsd:double", "xsd:float", "xsd:short", "xsd:decimal")
 IDENTIFIERS = ("id", "identifier")
 MAX_UNIQUE = 100  # more distinct values than this: unique_values stays "NA"
+UNIQUE_SLICE = 2048  # rows hashed at a time while looking for the distinct values
 STAT_KEYS = ("count", "min", "max", "average", "median", "stddev", "sum", "unique_values")
 
 
@@ -80,14 +81,17 @@ def _number(value: Any, integral: bool = False) -> str:
 
 
 def _unique(column: Any) -> str:
-    """The distinct values as JSON when there are at most MAX_UNIQUE; chunk by chunk, so a
-    column of many values stops being hashed as soon as it has too many."""
+    """The distinct values as JSON when there are at most MAX_UNIQUE; slice by slice, so a
+    column of many values (an identifier, a measurement) stops being hashed as soon as it has
+    too many, usually within its first slice."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    slices = (chunk.slice(start, UNIQUE_SLICE) for chunk in chunks
+              for start in range(0, len(chunk), UNIQUE_SLICE))
     distinct = None
-    for chunk in chunks:
+    for chunk in slices:
         found = pc.unique(chunk.drop_null())
         if distinct is not None:
             found = pc.unique(pa.concat_arrays([distinct, found.cast(distinct.type)]))
