@@ -125,6 +125,32 @@ def warm_imports() -> None:
     import cartotheca.ows.styles  # noqa: F401  (the default style's SLD; loaded by any map drawn)
 
 
+def warm_up_publish(session, settings, principal, data_dir: Path) -> None:
+    """Publish a ten-feature layer first, as a worker that has served one upload before has:
+    the catalogue's SQL statements are then compiled and cached (SQLAlchemy compiles each kind
+    of statement once per process), which a fresh process would otherwise pay inside the
+    timing. The layer is a different dataset; the timed one is still new to the store."""
+    import pyarrow as pa
+    import pyogrio.raw
+    import shapely
+
+    from cartotheca.catalogue.publishing import publish_files
+    from cartotheca.geodata.ingest import IngestOptions
+
+    boxes = [shapely.box(i, 0, i + 0.5, 0.5) for i in range(10)]
+    table = pa.table({"name": [f"warm-up {i}" for i in range(10)],
+                      "geometry": pa.array(shapely.to_wkb(boxes), pa.binary())})
+    path = data_dir.parent / f"{data_dir.name}_warm_up.gpkg"
+    pyogrio.raw.write_arrow(table, str(path), driver="GPKG", layer="warm_up", geometry_name="geometry",
+                            geometry_type="Polygon", crs="EPSG:4326")
+    try:
+        publish_files(session, settings, principal, {"base_file": path},
+                      IngestOptions.from_mapping({"title": "warm-up"}))
+        session.commit()
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def store_write(src: str, data_dir: str, storage: str, datastore_url: str | None = None) -> dict:
     """Cartotheca's storage write alone: ``vector_store(settings).write(SourceLayer, name)``,
     what ingest calls once validation has passed."""
@@ -175,6 +201,7 @@ def publish(src: str, data_dir: str, database_url: str, storage: str, datastore_
     session.commit()
     admin = session.scalar(select(User).where(User.username == settings.ADMIN_USER))
     principal = principal_for(session, admin, InternalGroups(*internal_group_ids(session, settings)), "job")
+    warm_up_publish(session, settings, principal, Path(data_dir))
     marks: list[tuple[str, float]] = []
     t0 = time.perf_counter()
     deferred: list = []
