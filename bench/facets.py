@@ -11,36 +11,17 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from sqlalchemy import event
 
 sys.path.insert(0, str(Path(__file__).parent))
 import load  # noqa: E402  (bench/ is a folder of scripts, not a package)
-from run import ADMIN, REGULAR  # noqa: E402
+from run import ADMIN, REGULAR, capture  # noqa: E402
 
 FACETS = ("category", "owner", "resourcetype", "featured", "keyword", "region", "group")
 WHO = (("superuser", ADMIN), ("regular", REGULAR), ("anonymous", {}))
-
-
-def capture(engine, client, path: str, headers: dict) -> list[tuple[str, object]]:
-    seen: list[tuple[str, object]] = []
-
-    def before(_conn, _cursor, statement, parameters, _context, _many):
-        if threading.current_thread().name.startswith("AnyIO worker thread"):
-            seen.append((statement, parameters))
-
-    event.listen(engine, "before_cursor_execute", before)
-    try:
-        response = client.get(path, headers=headers)
-    finally:
-        event.remove(engine, "before_cursor_execute", before)
-    if response.status_code != 200:
-        raise SystemExit(f"{path}: HTTP {response.status_code} {response.text[:200]}")
-    return seen
 
 
 def median_ms(client, path: str, headers: dict, repeats: int) -> float:
