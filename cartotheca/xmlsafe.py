@@ -7,6 +7,8 @@ the formats Cartotheca reads does.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lxml import etree
 
 from cartotheca.errors import InvalidInput
@@ -36,3 +38,13 @@ def parse(data: bytes | str, what: str = "XML document") -> etree._Element:
     if tree.docinfo.doctype or tree.docinfo.internalDTD is not None:
         raise InvalidInput(f"{what} declares a DTD, which is not accepted")
     return root
+
+
+def read_file(path: Path, what: str) -> str:
+    """The text of an uploaded XML file (ISO metadata, an SLD): UTF-8, within MAX_XML_BYTES."""
+    if path.stat().st_size > MAX_XML_BYTES:
+        raise InvalidInput(f"{what} is larger than {MAX_XML_BYTES // (1024 * 1024)} MB")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{what} must be UTF-8 encoded XML") from None

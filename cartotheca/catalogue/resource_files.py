@@ -56,7 +56,7 @@ def check(session: Session, settings: Settings, principal: Principal, fields: Ma
     name = next((n for n in names if n in files), None)
     if name is None:
         raise InvalidInput(f"Field {names[0]} is required with action {action}")
-    text = _read_text(files[name], name)
+    text = xmlsafe.read_file(files[name], name)
     if action == STYLE_UPLOAD:
         text = dataset_records.validate_sld(text)
     else:
@@ -96,12 +96,3 @@ def set_default_style(session: Session, resource: Resource, dataset: Dataset, sl
         style.is_default = True
     session.flush()
     return style
-
-
-def _read_text(path: Path, what: str) -> str:
-    if path.stat().st_size > xmlsafe.MAX_XML_BYTES:
-        raise InvalidInput(f"{what} is larger than {xmlsafe.MAX_XML_BYTES // (1024 * 1024)} MB")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{what} must be UTF-8 encoded XML") from None

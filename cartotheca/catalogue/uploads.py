@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap
@@ -223,7 +224,7 @@ def begin_upload(session: Session, settings: Settings, principal: Principal, fie
     options = {k: v for k, v in fields.items() if k in TEXT_OPTIONS}
     for name, key in (("sld_file", "sld"), ("xml_file", "xml")):
         if name in files:
-            options[key] = _read_text(files[name], name)
+            options[key] = xmlsafe.read_file(files[name], name)
     parsed = ingest.IngestOptions.from_mapping(options)
     publishing.check_options(session, settings, parsed)
     base = files["base_file"]
@@ -240,14 +241,3 @@ def begin_upload(session: Session, settings: Settings, principal: Principal, fie
               "files": {name: f"{path.parent.name}/{path.name}" for name, path in files.items()},
               "options": stored_options, "action": "upload"}
     return upload, params
-
-
-def _read_text(path: Path, what: str) -> str:
-    from cartotheca import xmlsafe
-
-    if path.stat().st_size > xmlsafe.MAX_XML_BYTES:
-        raise InvalidInput(f"{what} is larger than {xmlsafe.MAX_XML_BYTES // (1024 * 1024)} MB")
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{what} must be UTF-8 encoded XML") from None
