@@ -13,6 +13,7 @@ import io
 import json
 import re
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -143,23 +144,29 @@ class PostGISStore(SQLVectorStore):
     def write(self, source: SourceLayer, name: str) -> StoredLayer:
         name = check_name(name)
         location = f"{SCHEMA}.{name}"
+        with self._transaction() as cursor:
+            cursor.execute("SELECT to_regclass(%s)", (self._qualified(location),))
+            if cursor.fetchone()[0] is not None:
+                raise Conflict(f"a table named {location} already exists")
+            stored = self._load(cursor, source, name, location)
+            cursor.execute(f"CREATE INDEX ON {self._qualified(location)} USING gist (geom)")
+            cursor.execute(f"ANALYZE {self._qualified(location)}")
+        return stored
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """A cursor on a raw driver connection: committed when the block ends, rolled back if
+        it raises (whatever it raises, an interrupt included), the connection closed."""
         connection = self.engine.raw_connection()
         try:
-            pg = connection.driver_connection
-            with pg.cursor() as cursor:
-                cursor.execute("SELECT to_regclass(%s)", (self._qualified(location),))
-                if cursor.fetchone()[0] is not None:
-                    raise Conflict(f"a table named {location} already exists")
-                stored = self._load(cursor, source, name, location)
-                cursor.execute(f"CREATE INDEX ON {self._qualified(location)} USING gist (geom)")
-                cursor.execute(f"ANALYZE {self._qualified(location)}")
+            with connection.driver_connection.cursor() as cursor:
+                yield cursor
             connection.commit()
         except BaseException:
             connection.rollback()
             raise
         finally:
             connection.close()
-        return stored
 
     def _load(self, cursor: Any, source: SourceLayer, name: str, location: str) -> StoredLayer:
         import pyarrow.csv as pacsv
@@ -256,23 +263,14 @@ class PostGISStore(SQLVectorStore):
         name = check_name(name)
         location = f"{SCHEMA}.{name}"
         source, target = self._qualified(stored.location), self._qualified(location)
-        connection = self.engine.raw_connection()
-        try:
-            with connection.driver_connection.cursor() as cursor:
-                cursor.execute("SELECT to_regclass(%s), to_regclass(%s)", (source, target))
-                found, taken = cursor.fetchone()
-                if found is None:
-                    raise NotFound(f"the data of layer {stored.layer} is missing")
-                if taken is not None:
-                    raise Conflict(f"a table named {location} already exists")
-                copied = self._copy_table(cursor, stored, source, target, location, name)
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-        finally:
-            connection.close()
-        return copied
+        with self._transaction() as cursor:
+            cursor.execute("SELECT to_regclass(%s), to_regclass(%s)", (source, target))
+            found, taken = cursor.fetchone()
+            if found is None:
+                raise NotFound(f"the data of layer {stored.layer} is missing")
+            if taken is not None:
+                raise Conflict(f"a table named {location} already exists")
+            return self._copy_table(cursor, stored, source, target, location, name)
 
     def _copy_table(self, cursor: Any, stored: StoredLayer, source: str, target: str, location: str,
                     name: str) -> StoredLayer:
