@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).parent))
 import load  # noqa: E402  (bench/ is a folder of scripts, not a package)
-from run import ADMIN, REGULAR, capture  # noqa: E402
+from run import ADMIN, REGULAR, capture, statement_times  # noqa: E402
 
 FACETS = ("category", "owner", "resourcetype", "featured", "keyword", "region", "group")
 WHO = (("superuser", ADMIN), ("regular", REGULAR), ("anonymous", {}))
@@ -37,13 +37,7 @@ def raw_ms(engine, statement: str, parameters, repeats: int) -> tuple[float, flo
     """Min and median of the statement re-run on a connection of the app's engine."""
     raw = engine.raw_connection()
     try:
-        cursor = raw.cursor()
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            cursor.execute(statement, parameters)
-            cursor.fetchall()
-            times.append((time.perf_counter() - t0) * 1000)
+        times = statement_times(raw.cursor(), statement, parameters, repeats)
         return min(times), statistics.median(times)
     finally:
         raw.close()

@@ -113,14 +113,19 @@ def capture(engine, client, path: str, headers: dict) -> list[tuple[str, object]
     return seen
 
 
-def time_statement(cursor, statement: str, parameters, repeats: int) -> float:
+def statement_times(cursor, statement: str, parameters, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` runs of the statement, rows fetched."""
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         cursor.execute(statement, parameters)
         cursor.fetchall()
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return times
+
+
+def time_statement(cursor, statement: str, parameters, repeats: int) -> float:
+    return statistics.median(statement_times(cursor, statement, parameters, repeats))
 
 
 def explain(cursor, dialect: str, statement: str, parameters) -> str:
