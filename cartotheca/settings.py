@@ -7,6 +7,7 @@ named by ``CARTOTHECA_SETTINGS_FILE`` (``NAME=value`` lines, dotenv style). List
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,12 @@ class Settings(BaseSettings):
     # Storage and database
     DATA_DIR: Path = Path("./cartotheca-data")
     DATABASE_URL: str | None = None  # default: sqlite file under DATA_DIR
+    # Catalogue connections per server process (README "Database connections"); None: the
+    # backend's default (PostgreSQL 10 + 20, SQLite 8 + no limit).
+    DATABASE_POOL_SIZE: int | None = None
+    DATABASE_MAX_OVERFLOW: int | None = None
+    DATABASE_POOL_TIMEOUT: float = 3.0  # seconds a request waits for a connection, then 503
+    THREAD_POOL_SIZE: int = 24  # threads running synchronous request work, per process
     SITEURL: str = "http://127.0.0.1:8000/"
     SECRET_KEY: str | None = None  # default: generated once and kept under DATA_DIR
 
@@ -134,6 +141,29 @@ class Settings(BaseSettings):
     # Catalogue metadata (CSW at /catalogue/csw)
     CSW_MAX_RECORDS: int = 100  # records of a GetRecords answer when the client asks none or more
 
+    # What every OGC service (WMS, WFS, WCS, WMTS, CSW) says about itself in its capabilities;
+    # GeoNode keeps these in PYCSW['CONFIGURATION']['metadata:main']. None: each service's own.
+    OWS_SERVICE_TITLE: str | None = None
+    OWS_SERVICE_ABSTRACT: str | None = None
+    OWS_SERVICE_KEYWORDS: list[str] | None = None
+    OWS_SERVICE_FEES: str = "NONE"
+    OWS_SERVICE_ACCESS_CONSTRAINTS: str = "NONE"
+    OWS_CONTACT_ORGANIZATION: str = "Cartotheca"  # the service provider's name
+    OWS_CONTACT_URL: str | None = None  # default: SITEURL
+    OWS_CONTACT_NAME: str | None = None  # default: ADMIN_USER
+    OWS_CONTACT_POSITION: str = ""
+    OWS_CONTACT_EMAIL: str | None = None  # default: ADMIN_EMAIL
+    OWS_CONTACT_PHONE: str = ""
+    OWS_CONTACT_FAX: str = ""
+    OWS_CONTACT_ADDRESS: str = ""
+    OWS_CONTACT_CITY: str = ""
+    OWS_CONTACT_STATE_OR_PROVINCE: str = ""
+    OWS_CONTACT_POSTAL_CODE: str = ""
+    OWS_CONTACT_COUNTRY: str = ""
+    # CRSs WMS capabilities list (and WFS as other CRSs); GetMap takes any EPSG code anyway.
+    WMS_ADVERTISED_CRS: list[str] = Field(
+        default_factory=lambda: ["EPSG:4326", "EPSG:3857", "EPSG:4258", "EPSG:3035", "EPSG:3395"])
+
     # Harvesters: remote GeoNode, WMS and CSW services copied into the catalogue
     # CIDR blocks (JSON list) harvesters may reach although they are loopback, private or
     # link-local; empty: only public addresses. Hosts must also be in PROXY_ALLOWED_HOSTS.
@@ -185,6 +215,13 @@ class Settings(BaseSettings):
     HOST: str = "127.0.0.1"
     PORT: int = 8000
     WORKERS: int = 1
+    # Limits against hostile or too many clients, per server process (README "Limits")
+    LIMIT_CONCURRENCY: int = 512  # open connections or running requests before 503; 0: no limit
+    OVERLOAD_RETRY_AFTER: int = 5  # seconds, sent in Retry-After with that 503
+    KEEP_ALIVE_TIMEOUT: int = 5  # seconds an idle keep-alive connection stays open
+    MAX_REQUEST_HEADER_BYTES: int = 65536  # request line plus headers; more is 431
+    MAX_REQUEST_HEADERS: int = 100  # header lines; more is 431
+    REQUEST_HEADER_TIMEOUT: float = 20.0  # seconds to send complete headers, else the connection closes
 
     @field_validator("EXTRA_METADATA_SCHEMA")
     @classmethod
@@ -199,6 +236,27 @@ class Settings(BaseSettings):
                 raise ValueError(f"EXTRA_METADATA_SCHEMA[{kind!r}] is not a JSON Schema: "
                                  f"{exc.message}") from None
         return value
+
+    @field_validator("WMS_ADVERTISED_CRS")
+    @classmethod
+    def _advertised_crs_are_epsg_codes(cls, value: list[str]) -> list[str]:
+        import pyproj  # only to validate; loaded by the map server anyway
+
+        codes = []
+        for item in value:
+            match = re.fullmatch(r"\s*EPSG:(\d+)\s*", item, re.IGNORECASE)
+            if not match:
+                raise ValueError(f"WMS_ADVERTISED_CRS: {item!r} is not an EPSG:<code>")
+            try:
+                pyproj.CRS.from_epsg(int(match.group(1)))
+            except pyproj.exceptions.CRSError:
+                raise ValueError(f"WMS_ADVERTISED_CRS: {item!r} is not a known EPSG code") from None
+            code = f"EPSG:{int(match.group(1))}"
+            if code not in codes:
+                codes.append(code)
+        if not codes:
+            raise ValueError("WMS_ADVERTISED_CRS must list at least one EPSG code")
+        return codes
 
     @field_validator("SITEURL")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -64,6 +65,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
+        # Synchronous routes, dependencies and streamed bodies run on AnyIO's thread pool;
+        # sized with the database pool (README "Database connections") so request threads do
+        # not queue for connections.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.THREAD_POOL_SIZE
         # Worker threads (or the Celery producer) live as long as the served app.
         backend = start_backend(tasks)
         # Notices are delivered by this process's thread, or by the Celery workers (scale-out).

@@ -13,6 +13,7 @@ from fastapi import Depends, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
 from cartotheca.catalogue.resources import ListContext
@@ -49,6 +50,10 @@ def get_settings(request: Request) -> Settings:
 
 
 def get_db(request: Request) -> Iterator[Session]:
+    """The request's catalogue session. Use it through ``DbDep``: its scope ends the session
+    (and returns its connection) when the route function returns, before the response body
+    is sent, so a client that reads slowly or not at all holds no database connection.
+    A streamed body must therefore read what it needs from the catalogue before it starts."""
     session = app_state(request).sessions()
     try:
         yield session
@@ -56,7 +61,10 @@ def get_db(request: Request) -> Iterator[Session]:
         session.close()
 
 
-def get_principal(request: Request, db: Annotated[Session, Depends(get_db)]) -> Principal:
+DbDep = Annotated[Session, Depends(get_db, scope="function")]
+
+
+def get_principal(request: Request, db: DbDep) -> Principal:
     """Basic, Bearer (header or ``access_token`` parameter) or the session cookie."""
     cached = getattr(request.state, "principal", None)
     if cached is not None:
@@ -111,7 +119,14 @@ def require_staff(principal: Annotated[Principal, Depends(require_user)]) -> Pri
 
 
 async def read_body(request: Request) -> Any:
-    """JSON, form-encoded or multipart bodies, as GeoNode's parsers accept them."""
+    """JSON, form-encoded or multipart bodies, as GeoNode's parsers accept them. Any text in
+    them that could not be stored or written into XML later is refused here, naming its field."""
+    body = await _parse_body(request)
+    xmlsafe.check_text(body, "")
+    return body
+
+
+async def _parse_body(request: Request) -> Any:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     raw = await request.body()
     if not raw.strip():
@@ -165,7 +180,6 @@ def list_context(request: Request, db: Session, principal: Principal) -> ListCon
     return ListContext(db, principal, app_state(request).settings, params, items)
 
 
-DbDep = Annotated[Session, Depends(get_db)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 UserDep = Annotated[Principal, Depends(require_user)]
 StaffDep = Annotated[Principal, Depends(require_staff)]

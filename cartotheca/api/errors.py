@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cartotheca import errors
 from cartotheca.api.responses import JSON
+from cartotheca.db.session import RETRY_AFTER_SECONDS, UNAVAILABLE
 
 log = logging.getLogger("cartotheca.api")
 
@@ -36,7 +37,7 @@ STATUS = {
 HTTP_CODES = {
     400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
     405: "method_not_allowed", 406: "not_acceptable", 413: "request_entity_too_large",
-    415: "unsupported_media_type", 429: "throttled",
+    415: "unsupported_media_type", 429: "throttled", 503: "service_unavailable",
 }
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="api"'}
@@ -93,6 +94,16 @@ async def _unexpected(request: Request, exc: Exception) -> JSON:
     return error_response(500, ["A server error occurred."], "error")
 
 
+async def _database_unavailable(request: Request, exc: Exception) -> JSON:
+    """The database is down, dropped the connection or has no free pooled connection: the
+    request may well succeed a moment later, so 503 with Retry-After rather than a 500."""
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+    response = error_response(503, ["The service is temporarily unavailable; try again later."],
+                              HTTP_CODES[503])
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 NUL_MESSAGE = "Text may not contain NUL (0x00) characters."
 
 
@@ -119,4 +130,6 @@ def add_exception_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(sqlalchemy.exc.DataError, _data_error)
+    for unavailable in UNAVAILABLE:
+        app.add_exception_handler(unavailable, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)

@@ -1,23 +1,58 @@
-"""cartotheca.db.session: engine and session factory from the settings; no model knowledge."""
+"""cartotheca.db.session: engine and session factory from the settings; no model knowledge.
+
+Pool sizes, the pool timeout and the number of request threads are chosen together (see the
+README's "Database connections" section): a request thread holds at most one catalogue
+connection, and only while it talks to the database, so with no more request threads than
+pooled connections a request never waits for a slot. When the pool is exhausted all the same
+(background threads, a stuck database) a request waits ``DATABASE_POOL_TIMEOUT`` seconds and
+then answers 503, instead of queueing behind everyone else.
+"""
 
 from __future__ import annotations
 
+import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from cartotheca.settings import Settings
 
+# The database is unreachable, restarting, refused a connection, dropped one, or no pooled
+# connection became free in time: the request may succeed when retried (503, not 500).
+UNAVAILABLE = (
+    sqlalchemy.exc.OperationalError,
+    sqlalchemy.exc.InterfaceError,
+    sqlalchemy.exc.DisconnectionError,
+    sqlalchemy.exc.TimeoutError,
+)
+# Seconds clients are told to wait before retrying a request the database could not serve.
+RETRY_AFTER_SECONDS = 5
+
+# PostgreSQL: each server process keeps at most pool + overflow connections.
+PG_POOL_SIZE = 10
+PG_MAX_OVERFLOW = 20
+# SQLite: connections are a file handle each, so readers never wait for one (-1: no overflow
+# limit); the pooled few keep their page cache between requests, the overflow ones are closed
+# when returned, so memory stays small.
+SQLITE_POOL_SIZE = 8
+SQLITE_MAX_OVERFLOW = -1
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not serve the request for now."""
+    return isinstance(exc, UNAVAILABLE)
+
 
 def make_engine(settings: Settings) -> Engine:
     url = settings.database_url
+    timeout = settings.DATABASE_POOL_TIMEOUT
     if url.startswith("sqlite"):
         settings.ensure_data_dir()
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
-            # Each SQLite connection keeps its own page cache: few connections keep memory small.
-            pool_size=8,
-            max_overflow=8,
+            pool_size=_choose(settings.DATABASE_POOL_SIZE, SQLITE_POOL_SIZE),
+            max_overflow=_choose(settings.DATABASE_MAX_OVERFLOW, SQLITE_MAX_OVERFLOW),
+            pool_timeout=timeout,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -25,8 +60,17 @@ def make_engine(settings: Settings) -> Engine:
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
     # JIT compilation costs 0.1-1 s per query whose estimated cost passes the threshold (the
     # permission-filtered counts do) and never pays back for catalogue queries of milliseconds.
-    return create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True,
-                         connect_args={"options": "-c jit=off"})
+    # pre_ping: a connection the server dropped (restart, pg_terminate_backend) is replaced on
+    # checkout instead of failing the request that draws it.
+    return create_engine(url, pool_size=_choose(settings.DATABASE_POOL_SIZE, PG_POOL_SIZE),
+                         max_overflow=_choose(settings.DATABASE_MAX_OVERFLOW, PG_MAX_OVERFLOW),
+                         pool_timeout=timeout, pool_pre_ping=True,
+                         connect_args={"options": "-c jit=off",
+                                       "connect_timeout": max(1, round(timeout))})
+
+
+def _choose(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
@@ -35,6 +79,10 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
+    # Writers queue for the write lock (across processes too) instead of failing with
+    # "database is locked". The driver begins a transaction only before the first write, so
+    # reads hold no snapshot that a later write would have to upgrade (which SQLite refuses
+    # at once, without waiting, when another writer committed in between).
     cur.execute("PRAGMA busy_timeout=30000")
     # The query language's contains/startswith/endswith are case sensitive (GeoNode on
     # PostgreSQL); SQLite's LIKE is not unless told so.

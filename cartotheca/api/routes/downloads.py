@@ -13,10 +13,9 @@ from typing import Annotated
 from xml.sax.saxutils import escape
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy.orm import Session
 from starlette.responses import Response, StreamingResponse
 
-from cartotheca.api.deps import get_db, get_principal, get_settings
+from cartotheca.api.deps import DbDep, get_principal, get_settings
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.datasets import get_dataset
@@ -25,7 +24,7 @@ from cartotheca.geodata import export
 from cartotheca.settings import Settings
 
 router = APIRouter(tags=["downloads"])
-Db = Annotated[Session, Depends(get_db)]
+Db = DbDep
 Who = Annotated[Principal, Depends(get_principal)]
 Conf = Annotated[Settings, Depends(get_settings)]
 KML_TYPE = "application/vnd.google-earth.kml+xml"

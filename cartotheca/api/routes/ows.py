@@ -12,11 +12,11 @@ import logging
 
 from fastapi import APIRouter, Request
 from sqlalchemy.orm import Session
-from starlette.background import BackgroundTasks
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from cartotheca.api.deps import app_state, get_principal, get_settings
+from cartotheca.db.session import RETRY_AFTER_SECONDS, is_unavailable
 from cartotheca.errors import (
     AuthenticationFailed,
     CartothecaError,
@@ -110,15 +110,31 @@ def _ows_request(request: Request, session: Session, params: dict[str, str],
                       method=request.method, body=body, xml=xml, extra={"multi_params": multi})
 
 
-def _map_in_one_trip(request: Request, params: dict[str, str], multi: dict[str, list[str]],
-                     service: str) -> Response:
-    """A GetMap: session, requester, lookup and drawing in one trip to the thread pool (a map
-    costs a few milliseconds, so the hops of separate sync dependencies would show)."""
-    with app_state(request).sessions() as session:
-        # A map only reads: without a transaction there is no BEGIN and no ROLLBACK round trip
-        # to the catalogue database around its one query.
-        session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        return _handle(_ows_request(request, session, params, multi, None, None), service, params)
+def _in_one_trip(request: Request, params: dict[str, str], multi: dict[str, list[str]],
+                 body: bytes | None, xml, service: str) -> Response:
+    """Session, requester, lookup and answer in one trip to the thread pool (a map costs a few
+    milliseconds, so the hops of separate steps would show).
+
+    The session ends here, before the answer is sent: a streamed answer (GetFeature,
+    GetCoverage) has read from the catalogue what it needs, and reads features from the
+    vector store, so a client that reads slowly holds no catalogue connection."""
+    try:
+        with app_state(request).sessions() as session:
+            if request.method == "GET" and service == "WMS" \
+                    and (params.get("REQUEST") or "").upper() == "GETMAP":
+                # A map only reads: without a transaction there is no BEGIN and no ROLLBACK
+                # round trip to the catalogue database around its one query.
+                session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            ows = _ows_request(request, session, params, multi, body, xml)
+            return _handle(ows, service, params)
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        log.warning("database unavailable for %s %s: %s", service, params.get("REQUEST"), exc)
+        answer = report(OWSException("NoApplicableCode", "The service is temporarily unavailable; "
+                                     "try again later.", status=503), service, params.get("VERSION"))
+        answer.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return answer
 
 
 async def _serve(request: Request, path_service: str | None) -> Response:
@@ -126,26 +142,7 @@ async def _serve(request: Request, path_service: str | None) -> Response:
     if isinstance(parsed, Response):
         return parsed
     params, multi, body, xml, service = parsed
-    if request.method == "GET" and service == "WMS" and (params.get("REQUEST") or "").upper() == "GETMAP":
-        return await run_in_threadpool(_map_in_one_trip, request, params, multi, service)
-    session = app_state(request).sessions()
-    try:
-        ows = await run_in_threadpool(_ows_request, request, session, params, multi, body, xml)
-        response = await run_in_threadpool(_handle, ows, service, params)
-    except BaseException:
-        session.close()
-        raise
-    _close_after(response, session)
-    return response
-
-
-def _close_after(response: Response, session: Session) -> None:
-    """Close the session once the response is sent (streamed features read through it)."""
-    tasks = BackgroundTasks()
-    if response.background is not None:
-        tasks.add_task(response.background)
-    tasks.add_task(session.close)
-    response.background = tasks
+    return await run_in_threadpool(_in_one_trip, request, params, multi, body, xml, service)
 
 
 def _service_url(request: Request, settings: Settings) -> str:

@@ -7,10 +7,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from cartotheca.api.deps import get_db, get_principal, get_settings
+from cartotheca.api.deps import DbDep, get_principal, get_settings
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.datasets import get_dataset_by_id
 from cartotheca.db.models import Style
@@ -23,7 +22,7 @@ SLD_MEDIA_TYPE = "application/vnd.ogc.sld+xml"
 
 
 @router.get("/styles/{workspace}/{filename}", include_in_schema=False)
-def style_sld(workspace: str, filename: str, db: Annotated[Session, Depends(get_db)],
+def style_sld(workspace: str, filename: str, db: DbDep,
               principal: Annotated[Principal, Depends(get_principal)],
               settings: Annotated[Settings, Depends(get_settings)]) -> Response:
     if not filename.endswith(".sld"):

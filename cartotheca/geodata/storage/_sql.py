@@ -66,6 +66,9 @@ class SQLVectorStore:
     """Query logic over an SQLAlchemy table; subclasses say how to connect and decode."""
 
     name: str
+    # Read each batch through a connection of its own instead of streaming one result set
+    # (server databases, whose pooled connections other requests wait for).
+    connection_per_batch = False
 
     # -- what a backend provides --------------------------------------------------------------
 
@@ -118,9 +121,12 @@ class SQLVectorStore:
         remaining = query.limit if predicate is not None else None
         if remaining is not None and remaining <= 0:
             return
-        with self._engine(stored).connect() as conn:
-            result = self._stream(conn, statement, batch_size)
-            for rows in result.partitions(batch_size):
+        if self.connection_per_batch:
+            chunks = self._pages(stored, table, query, names, batch_size, paged=predicate is None)
+        else:
+            chunks = self._streamed(stored, statement, batch_size)
+        try:
+            for rows in chunks:
                 batch = self._batch(stored, rows, names)
                 if predicate is not None:
                     mask = np.asarray(predicate(batch.geometries), dtype=bool)
@@ -136,7 +142,49 @@ class SQLVectorStore:
                     yield self._reprojected(stored, batch, query.out_crs)
                 if remaining is not None and remaining <= 0:
                     break
-            result.close()
+        finally:
+            chunks.close()
+
+    def _streamed(self, stored: StoredLayer, statement: sa.Select, batch_size: int) -> Iterator[list]:
+        """Rows of one statement through one connection, held until the last row is read."""
+        with self._engine(stored).connect() as conn:
+            result = self._stream(conn, statement, batch_size)
+            try:
+                yield from result.partitions(batch_size)
+            finally:
+                result.close()
+
+    def _pages(self, stored: StoredLayer, table: sa.Table, query: FeatureQuery, names: list[str],
+               batch_size: int, paged: bool) -> Iterator[list]:
+        """Rows page by page, each page read through a connection of its own.
+
+        A server database's pooled connections are shared by every request, and a streamed
+        answer is read as fast as its client reads: holding one connection (and its open
+        transaction) for the whole answer would let a few slow clients take the pool. Pages
+        follow the feature id (keyset: each page is an index range scan), or OFFSET when the
+        request sorts on attributes. Features written between two pages may show up or not,
+        as with any paging client."""
+        statement = self._select(stored, table, query, names, paged=False)
+        fid = table.c[stored.fid_column]
+        offset = int(query.offset or 0) if paged else 0
+        remaining = query.limit if paged else None
+        keyset = not query.sort  # then ordered by fid alone
+        last_fid = None
+        while remaining is None or remaining > 0:
+            size = batch_size if remaining is None else min(batch_size, remaining)
+            page = statement.where(fid > last_fid) if last_fid is not None else statement.offset(offset)
+            with self._engine(stored).connect() as conn:
+                rows = conn.execute(page.limit(size)).all()
+            if rows:
+                yield rows
+            if len(rows) < size:
+                return
+            if remaining is not None:
+                remaining -= len(rows)
+            if keyset:
+                last_fid = rows[-1][0]
+            else:
+                offset += len(rows)
 
     def count(self, stored: StoredLayer, query: FeatureQuery) -> int:
         """Features matching the query's filters (its offset and limit are not applied)."""

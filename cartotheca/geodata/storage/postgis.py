@@ -111,6 +111,9 @@ def _csv_column(column: Any) -> Any:
 class PostGISStore(SQLVectorStore):
     name = "postgis"
     batch_size = BATCH_SIZE  # features per Arrow batch (and per COPY chunk) while writing
+    # A slow client of a large GetFeature or download holds no datastore connection between
+    # batches (see SQLVectorStore._pages).
+    connection_per_batch = True
 
     def __init__(self, url: str):
         self.url = url
