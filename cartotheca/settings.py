@@ -6,6 +6,7 @@ named by ``CARTOTHECA_SETTINGS_FILE`` (``NAME=value`` lines, dotenv style). List
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from functools import lru_cache
@@ -61,7 +62,11 @@ class Settings(BaseSettings):
     DATABASE_MAX_OVERFLOW: int | None = None
     DATABASE_POOL_TIMEOUT: float = 3.0  # seconds a request waits for a connection, then 503
     THREAD_POOL_SIZE: int = 24  # threads running synchronous request work, per process
+    # The public URL of the site. Unset: every absolute URL is built from the request (README
+    # "Site URL"); the default below is then only used by work done without a request.
     SITEURL: str = "http://127.0.0.1:8000/"
+    # Addresses (IPs, CIDR blocks, "*") of reverse proxies whose X-Forwarded-* headers are believed
+    FORWARDED_ALLOW_IPS: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
     SECRET_KEY: str | None = None  # default: generated once and kept under DATA_DIR
 
     # First administrator (created on first start when no superuser exists)
@@ -263,6 +268,18 @@ class Settings(BaseSettings):
     def _siteurl_ends_with_slash(cls, value: str) -> str:
         return value if value.endswith("/") else value + "/"
 
+    @field_validator("FORWARDED_ALLOW_IPS")
+    @classmethod
+    def _forwarded_allow_ips_are_addresses(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if item != "*":
+                try:
+                    ipaddress.ip_network(item, strict=False)
+                except ValueError:
+                    raise ValueError(f"FORWARDED_ALLOW_IPS: {item!r} is not an IP address, "
+                                     "a CIDR block or *") from None
+        return value
+
     def configure_process(self) -> None:
         """Process-wide choices that follow the settings (password hashing cost)."""
         from cartotheca.catalogue.auth import configure_password_hashing
@@ -272,7 +289,8 @@ class Settings(BaseSettings):
 
     @property
     def site_base(self) -> str:
-        """SITEURL without the trailing slash, for joining absolute paths."""
+        """SITEURL without the trailing slash. The URLs the service answers with are built
+        from ``cartotheca.siteurl`` instead (SITEURL when set, else the request's own base)."""
         return self.SITEURL.rstrip("/")
 
     @property

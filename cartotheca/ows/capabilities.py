@@ -8,28 +8,32 @@ send their next requests to exactly the URL advertised here.
 
 from __future__ import annotations
 
+import math
 import urllib.parse
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import pyproj
 from lxml import etree
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from cartotheca.catalogue.service_metadata import ANY_EPSG_NOTE, ServiceMetadata, service_metadata
 from cartotheca.db.models import Keyword, Style
 from cartotheca.db.models.resources import resource_keywords
-from cartotheca.ows import render
+from cartotheca.errors import InvalidInput
+from cartotheca.ows import legend, render, service_identity
+from cartotheca.ows import sld as sldlib
 
 WMS_NS = "http://www.opengis.net/wms"
 XLINK = "http://www.w3.org/1999/xlink"
 SLD_NS = "http://www.opengis.net/sld"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
-COMMON_CRS = ["EPSG:4326", "EPSG:3857"]
 FEATURE_INFO_FORMATS = ["text/plain", "text/html", "application/json", "application/vnd.ogc.gml"]
 MERCATOR_MAX_LAT = 85.0511287798
-ANY_EPSG_NOTE = ("Layers are served in any EPSG coordinate reference system: give CRS (1.3.0) or "
-                 "SRS (1.1.1) as EPSG:<code>, besides the ones listed.")
+LEGEND_SWATCH = 20  # GetLegendGraphic's default WIDTH and HEIGHT, the size LegendURL announces
 
 
 @dataclass
@@ -37,29 +41,29 @@ class LayerInfo:
     resource: Any
     dataset: Any
     keywords: list[str]
-    styles: list[tuple[str, str]]  # (name, title), default first
+    styles: list[tuple[str, str, str]]  # (name, title, SLD), default first
     times: list[str]
 
 
 def layer_infos(session: Session, settings: Any, rows: list[tuple[Any, Any]]) -> list[LayerInfo]:
     ids = [resource.id for resource, _ in rows]
     keywords: dict[int, list[str]] = defaultdict(list)
-    styles: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    styles: dict[int, list[tuple[str, str, str]]] = defaultdict(list)
     if ids:
         for resource_id, name in session.execute(
                 select(resource_keywords.c.resource_id, Keyword.name)
                 .join(Keyword, Keyword.id == resource_keywords.c.keyword_id)
                 .where(resource_keywords.c.resource_id.in_(ids)).order_by(Keyword.name)):
             keywords[resource_id].append(name)
-        for dataset_id, name, title in session.execute(
-                select(Style.dataset_id, Style.name, Style.sld_title)
+        for dataset_id, name, title, body in session.execute(
+                select(Style.dataset_id, Style.name, Style.sld_title, Style.sld_body)
                 .where(Style.dataset_id.in_(ids)).order_by(Style.is_default.desc(), Style.id)):
-            styles[dataset_id].append((name, title or name))
+            styles[dataset_id].append((name, title or name, body))
     infos = []
     for resource, dataset in rows:
         times = render.time_values(settings, resource, dataset) if dataset.has_time else []
-        infos.append(LayerInfo(resource, dataset, keywords[resource.id],
-                               styles[resource.id] or [(dataset.name, "Default")], times))
+        infos.append(LayerInfo(resource, dataset, keywords[resource.id], styles[resource.id]
+                               or [(dataset.name, "Default", render.generated_sld(dataset))], times))
     return infos
 
 
@@ -83,14 +87,61 @@ def _mercator_extent(ll: tuple[float, float, float, float]) -> tuple[float, floa
     return x0, y0, x1, y1
 
 
-def _native(info: LayerInfo) -> tuple[str, tuple[float, float, float, float]] | None:
+@lru_cache(maxsize=64)
+def _area_of_use(code: str) -> tuple[float, float, float, float] | None:
+    area = pyproj.CRS.from_user_input(code).area_of_use
+    return (area.west, area.south, area.east, area.north) if area else None
+
+
+def _projected_extent(ll: tuple[float, float, float, float], code: str
+                      ) -> tuple[float, float, float, float] | None:
+    """The geographic extent in ``code``'s units, x/y order; clipped to where the CRS is
+    defined, None when the extent lies outside it."""
+    if code == "EPSG:4326":
+        return ll
+    if code == "EPSG:3857":
+        return _mercator_extent(ll)
+    minx, miny, maxx, maxy = ll
+    area = _area_of_use(code)
+    if area is not None and area[0] <= area[2]:  # an area across the antimeridian is not clipped
+        minx, miny = max(minx, area[0]), max(miny, area[1])
+        maxx, maxy = min(maxx, area[2]), min(maxy, area[3])
+        if minx > maxx or miny > maxy:
+            return None
+    box = _to_crs(code).transform_bounds(minx, miny, maxx, maxy, densify_pts=21)
+    return box if all(math.isfinite(v) for v in box) else None
+
+
+@lru_cache(maxsize=64)
+def _to_crs(code: str) -> pyproj.Transformer:
+    return pyproj.Transformer.from_crs("EPSG:4326", code, always_xy=True)
+
+
+def _lat_first(code: str) -> bool:
+    try:
+        return render.parse_crs(code).lat_first
+    except InvalidInput:  # an EPSG code PROJ no longer knows: list it, x/y order
+        return False
+
+
+def _native(info: LayerInfo, advertised: list[str]) -> tuple[str, tuple[float, float, float, float]] | None:
     resource, dataset = info.resource, info.dataset
     if not dataset.native_srid or resource.bbox_x0 is None:
         return None
     code = f"EPSG:{dataset.native_srid}"
-    if code in COMMON_CRS:
+    if code in advertised:
         return None
     return code, (resource.bbox_x0, resource.bbox_y0, resource.bbox_x1, resource.bbox_y1)
+
+
+@lru_cache(maxsize=256)
+def _legend_size(sld: str, title: str | None) -> tuple[int, int]:
+    """The size of the image GetLegendGraphic draws for the style with its default swatch."""
+    try:
+        style = sldlib.first_user_style(sld)
+    except InvalidInput:  # a broken stored style: its legend request reports the error
+        return LEGEND_SWATCH, LEGEND_SWATCH
+    return legend.legend_size(style, width=LEGEND_SWATCH, height=LEGEND_SWATCH, title=title)
 
 
 def _union(boxes: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float]:
@@ -111,6 +162,8 @@ class _Writer:
     def __init__(self, service_url: str, settings: Any):
         self.url = service_url
         self.settings = settings
+        self.meta: ServiceMetadata = service_metadata(settings, "WMS")
+        self.advertised: list[str] = settings.WMS_ADVERTISED_CRS
 
     def el(self, parent: etree._Element, tag: str, text: str | None = None, **attrs: str) -> etree._Element:
         node = etree.SubElement(parent, f"{{{self.ns}}}{tag}" if self.ns else tag, attrs)
@@ -137,14 +190,13 @@ class _Writer:
     def service(self, root: etree._Element, name: str) -> None:
         service = self.el(root, "Service")
         self.el(service, "Name", name)
-        self.el(service, "Title", "Cartotheca WMS")
-        self.el(service, "Abstract", f"Web Map Service of the Cartotheca catalogue. {ANY_EPSG_NOTE}")
-        keywords = self.el(service, "KeywordList")
-        for word in ("WMS", "Cartotheca", "GeoNode"):
-            self.el(keywords, "Keyword", word)
+        self.el(service, "Title", self.meta.title)
+        self.el(service, "Abstract", self.meta.abstract)
+        service_identity.wms_keywords(service, self.ns, self.meta)
         self.link(service, f"{self.settings.site_base}/")
-        self.el(service, "Fees", "NONE")
-        self.el(service, "AccessConstraints", "NONE")
+        service_identity.wms_contact_information(service, self.ns, self.meta)
+        self.el(service, "Fees", self.meta.fees)
+        self.el(service, "AccessConstraints", self.meta.access_constraints)
         if self.version == "1.3.0":
             self.el(service, "MaxWidth", str(self.settings.OWS_MAX_IMAGE_SIZE))
             self.el(service, "MaxHeight", str(self.settings.OWS_MAX_IMAGE_SIZE))
@@ -157,13 +209,14 @@ class _Writer:
         return f"{self.url}?{query}"
 
     def styles(self, layer: etree._Element, info: LayerInfo) -> None:
-        for name, title in info.styles:
+        for name, title, sld in info.styles:
             style = self.el(layer, "Style")
             self.el(style, "Name", name)
             self.el(style, "Title", title)
-            legend = self.el(style, "LegendURL", width="20", height="20")
-            self.el(legend, "Format", "image/png")
-            self.link(legend, self.legend_url(info, name))
+            width, height = _legend_size(sld, info.resource.title)
+            legend_url = self.el(style, "LegendURL", width=str(width), height=str(height))
+            self.el(legend_url, "Format", "image/png")
+            self.link(legend_url, self.legend_url(info, name))
 
     def identity(self, layer: etree._Element, info: LayerInfo) -> None:
         resource, dataset = info.resource, info.dataset
@@ -203,9 +256,9 @@ class _Writer130(_Writer):
         exception = self.el(capability, "Exception")
         self.el(exception, "Format", "XML")
         top = self.el(capability, "Layer")
-        self.el(top, "Title", "Cartotheca WMS")
+        self.el(top, "Title", self.meta.title)
         self.el(top, "Abstract", ANY_EPSG_NOTE)
-        for code in [*COMMON_CRS, "CRS:84"]:
+        for code in [*self.advertised, "CRS:84"]:
             self.el(top, "CRS", code)
         lls = [_geographic_extent(info.resource) for info in layers]
         self.geographic(top, _union(lls))
@@ -219,33 +272,27 @@ class _Writer130(_Writer):
                                "northBoundLatitude"), (ll[0], ll[2], ll[1], ll[3]), strict=True):
             self.el(box, tag, _fmt(value))
         self.bbox(layer, "CRS:84", ll)
-        self.bbox(layer, "EPSG:4326", (ll[1], ll[0], ll[3], ll[2]))  # 1.3.0: latitude first
-        self.bbox(layer, "EPSG:3857", _mercator_extent(ll))
+        for code in self.advertised:
+            extent = _projected_extent(ll, code)
+            if extent is not None:
+                self.bbox(layer, code, extent)
 
     def bbox(self, layer: etree._Element, crs: str, box: tuple[float, float, float, float]) -> None:
+        """A BoundingBox from an x/y-order box, in the CRS's own axis order as 1.3.0 wants."""
+        if crs != "CRS:84" and _lat_first(crs):
+            box = (box[1], box[0], box[3], box[2])
         self.el(layer, "BoundingBox", CRS=crs, minx=_fmt(box[0]), miny=_fmt(box[1]),
                 maxx=_fmt(box[2]), maxy=_fmt(box[3]))
 
     def layer(self, parent: etree._Element, info: LayerInfo, ll: tuple) -> None:
         layer = self.el(parent, "Layer", queryable="1", opaque="0")
         self.identity(layer, info)
-        native = _native(info)
+        native = _native(info, self.advertised)
         if native:
             self.el(layer, "CRS", native[0])
-        box = self.el(layer, "EX_GeographicBoundingBox")
-        for tag, value in zip(("westBoundLongitude", "eastBoundLongitude", "southBoundLatitude",
-                               "northBoundLatitude"), (ll[0], ll[2], ll[1], ll[3]), strict=True):
-            self.el(box, tag, _fmt(value))
-        self.bbox(layer, "CRS:84", ll)
-        self.bbox(layer, "EPSG:4326", (ll[1], ll[0], ll[3], ll[2]))
-        self.bbox(layer, "EPSG:3857", _mercator_extent(ll))
+        self.geographic(layer, ll)
         if native:
-            code, nb = native
-            try:
-                lat_first = render.parse_crs(code).lat_first
-            except Exception:  # an EPSG code PROJ no longer knows: list it, x/y order
-                lat_first = False
-            self.bbox(layer, code, (nb[1], nb[0], nb[3], nb[2]) if lat_first else nb)
+            self.bbox(layer, *native)
         if info.times:
             self.el(layer, "Dimension", ",".join(info.times), name="time", units="ISO8601",
                     default=info.times[-1], nearestValue="0")
@@ -267,9 +314,9 @@ class _Writer111(_Writer):
         exception = self.el(capability, "Exception")
         self.el(exception, "Format", "application/vnd.ogc.se_xml")
         top = self.el(capability, "Layer")
-        self.el(top, "Title", "Cartotheca WMS")
+        self.el(top, "Title", self.meta.title)
         self.el(top, "Abstract", ANY_EPSG_NOTE)
-        for code in COMMON_CRS:
+        for code in self.advertised:
             self.el(top, "SRS", code)
         lls = [_geographic_extent(info.resource) for info in layers]
         self.latlon(top, _union(lls))
@@ -280,8 +327,10 @@ class _Writer111(_Writer):
     def latlon(self, layer: etree._Element, ll: tuple) -> None:
         self.el(layer, "LatLonBoundingBox", minx=_fmt(ll[0]), miny=_fmt(ll[1]),
                 maxx=_fmt(ll[2]), maxy=_fmt(ll[3]))
-        self.bbox(layer, "EPSG:4326", ll)
-        self.bbox(layer, "EPSG:3857", _mercator_extent(ll))
+        for code in self.advertised:  # 1.1.1: x/y order whatever the CRS's axes
+            extent = _projected_extent(ll, code)
+            if extent is not None:
+                self.bbox(layer, code, extent)
 
     def bbox(self, layer: etree._Element, srs: str, box: tuple) -> None:
         self.el(layer, "BoundingBox", SRS=srs, minx=_fmt(box[0]), miny=_fmt(box[1]),
@@ -290,7 +339,7 @@ class _Writer111(_Writer):
     def layer(self, parent: etree._Element, info: LayerInfo, ll: tuple) -> None:
         layer = self.el(parent, "Layer", queryable="1", opaque="0")
         self.identity(layer, info)
-        native = _native(info)
+        native = _native(info, self.advertised)
         if native:
             self.el(layer, "SRS", native[0])
         self.latlon(layer, ll)

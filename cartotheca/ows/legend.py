@@ -21,7 +21,7 @@ FONT = "DejaVu Sans Book"
 FONT_SIZE = 12
 CHAR_WIDTH = 7.2  # average advance of DejaVu Sans at 12 px, to size the image
 GAP = 4
-ENCODERS = {"image/png": "png32", "image/png8": "png8", "image/jpeg": "jpeg85"}
+ENCODERS = {"image/png": "png32", "image/png; mode=8bit": "png8", "image/jpeg": "jpeg85"}
 
 
 def legend_image(style: sldlib.UserStyle, *, width: int = 20, height: int = 20,
@@ -35,10 +35,8 @@ def legend_image(style: sldlib.UserStyle, *, width: int = 20, height: int = 20,
     if rule_name is not None and not rows:
         raise InvalidInput(f"Rule {rule_name} is not in the style")
     labelled = any(label for label, _, _ in rows)
-    label_width = max((len(label) for label, _, _ in rows), default=0) * CHAR_WIDTH
-    row_height = max(height, FONT_SIZE + 4)
-    image_width = int(width + (GAP + label_width + GAP if labelled else 0))
-    image_height = max(1, row_height * len(rows))
+    row_height = _row_height(height)
+    image_width, image_height = _image_size(rows, width, height)
     root = etree.Element("Map", srs=PIXEL_SRS)
     layers = []
     for index, (_, kind, rule) in enumerate(rows):
@@ -68,6 +66,23 @@ def legend_image(style: sldlib.UserStyle, *, width: int = 20, height: int = 20,
     image = mapnik.Image(image_width, image_height)
     mapnik.render(m, image)
     return image.to_string(encoder)
+
+
+def legend_size(style: sldlib.UserStyle, *, width: int = 20, height: int = 20,
+                title: str | None = None) -> tuple[int, int]:
+    """(width, height) in pixels of the legend ``legend_image`` draws for the whole style."""
+    return _image_size(_rows(style, None, None, title), width, height)
+
+
+def _row_height(height: int) -> int:
+    return max(height, FONT_SIZE + 4)
+
+
+def _image_size(rows: list[tuple[str, str, sldlib.Rule]], width: int, height: int) -> tuple[int, int]:
+    labelled = any(label for label, _, _ in rows)
+    label_width = max((len(label) for label, _, _ in rows), default=0) * CHAR_WIDTH
+    image_width = int(width + (GAP + label_width + GAP if labelled else 0))
+    return image_width, max(1, _row_height(height) * len(rows))
 
 
 def _rows(style: sldlib.UserStyle, rule_name: str | None, scale: float | None,

@@ -56,6 +56,9 @@ IMAGE_FORMATS = {
     "application/pdf": "pdf",
 }
 OPAQUE_FORMATS = {"jpeg85"}
+# The 256-colour PNG under the name GeoServer advertises and answers with; "image/png8" is
+# accepted on input too.
+PNG8 = "image/png; mode=8bit"
 # A thumbnail of a larger layer draws an even sample of this many features: it shows where the
 # data is and what it looks like at a fraction of the cost of drawing a million features.
 THUMBNAIL_FEATURES = 5_000
@@ -81,7 +84,7 @@ class InvalidTime(InvalidInput):
 
 
 def available_formats() -> list[str]:
-    formats = ["image/png", "image/png8", "image/jpeg"]
+    formats = ["image/png", PNG8, "image/jpeg"]
     if mapnik.has_webp():
         formats.append("image/webp")
     if mapnik.has_cairo():
@@ -180,6 +183,11 @@ def dataset_sld(dataset: Any, style_name: str | None = None) -> str:
         return rows[0][2]  # default first; with none marked default, the first style
     if style_name is not None and style_name not in own_names:
         raise UnknownStyle(f"Style {style_name} is not defined for {dataset.workspace}:{dataset.name}")
+    return generated_sld(dataset)
+
+
+def generated_sld(dataset: Any) -> str:
+    """The default style of a dataset that has none stored."""
     kind = "raster" if dataset.storage == "cog" else "vector"
     return default_sld(dataset.name, kind, dataset.geometry_type, dataset.raster_info)
 

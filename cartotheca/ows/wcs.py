@@ -10,6 +10,7 @@ OUTPUTCRS), scaling, range subsetting and interpolation.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 from typing import Any
@@ -19,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
+from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import (
     AuthenticationFailed,
     CartothecaError,
@@ -27,7 +29,7 @@ from cartotheca.errors import (
     PermissionDenied,
 )
 from cartotheca.geodata.storage import raster_store
-from cartotheca.ows import coverage
+from cartotheca.ows import coverage, service_identity
 from cartotheca.ows.coverage import CoverageRequest, Grid, Scaling, Subset
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
@@ -195,20 +197,10 @@ def get_capabilities(req: OWSRequest) -> Response:
     root = etree.Element(f"{{{WCS_NS}}}Capabilities", version=VERSION,
                          nsmap={**NSMAP, "crs": CRS_NS, "int": INT_NS})
     root.set(f"{{{XSI}}}schemaLocation", f"{WCS_NS} http://schemas.opengis.net/wcs/2.0/wcsAll.xsd")
-    identification = _el(root, OWS_NS, "ServiceIdentification")
-    _el(identification, OWS_NS, "Title", "Cartotheca WCS")
-    _el(identification, OWS_NS, "Abstract", "Raster datasets of the Cartotheca catalogue as coverages.")
-    _el(identification, OWS_NS, "ServiceType", "OGC WCS", codeSpace="OGC")
-    for version in ACCEPTED_VERSIONS:
-        _el(identification, OWS_NS, "ServiceTypeVersion", version)
-    for profile in PROFILES:
-        _el(identification, OWS_NS, "Profile", profile)
-    _el(identification, OWS_NS, "Fees", "NONE")
-    _el(identification, OWS_NS, "AccessConstraints", "NONE")
-    provider = _el(root, OWS_NS, "ServiceProvider")
-    _el(provider, OWS_NS, "ProviderName", "Cartotheca")
-    _el(provider, OWS_NS, "ProviderSite").set(f"{{{XLINK}}}href", req.settings.SITEURL)
-    _el(provider, OWS_NS, "ServiceContact")
+    meta = service_metadata(req.settings, "WCS")
+    service_identity.ows_identification(root, OWS_NS, meta, "OGC WCS", ACCEPTED_VERSIONS,
+                                        profiles=PROFILES, code_space="OGC")
+    service_identity.ows_provider(root, OWS_NS, meta)
     _operations(root, req.service_url)
     metadata = _el(root, WCS_NS, "ServiceMetadata")
     _el(metadata, WCS_NS, "formatSupported", GEOTIFF)
@@ -403,10 +395,19 @@ def _bound(value: str, text: str, open_allowed: bool = True) -> float | None:
     if value == "*" and open_allowed:
         return None
     try:
-        return float(value)
+        return _finite(value)
     except ValueError:
         raise OWSException("InvalidSubsetting", f"SUBSET {text!r}: {value!r} is not a number",
                            locator="subset") from None
+
+
+def _finite(text: str) -> float:
+    """``float(text)`` refusing NaN and infinities with the ValueError of any other non-number:
+    they pass every ``<`` and ``>`` check and fail only when the grid is computed."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(text)
+    return number
 
 
 AXIS_VALUES_RE = re.compile(r"([^,(\s]+)\s*\(\s*([^()]*)\)")
@@ -427,9 +428,9 @@ def _kvp_scaling(req: OWSRequest) -> Scaling:
     scaling = Scaling()
     try:
         if req.get("SCALEFACTOR"):
-            scaling.factor = float(req.get("SCALEFACTOR") or "")
+            scaling.factor = _finite(req.get("SCALEFACTOR") or "")
         for axis, values in _axis_values(req.get("SCALEAXES"), "SCALEAXES"):
-            scaling.axis_factors[axis] = float(values[0])
+            scaling.axis_factors[axis] = _finite(values[0])
         for axis, values in _axis_values(req.get("SCALESIZE"), "SCALESIZE"):
             scaling.sizes[axis] = int(values[0])
         for axis, values in _axis_values(req.get("SCALEEXTENT"), "SCALEEXTENT"):
@@ -474,16 +475,17 @@ def _xml_extension(element: Any, request: CoverageRequest) -> None:
         elif name == "globalInterpolation":
             request.interpolation = text
         elif name == "ScaleByFactor":
-            request.scaling.factor = float(_child_text(element, "scaleFactor") or "")
+            request.scaling.factor = _finite(_child_text(element, "scaleFactor") or "")
         elif name == "ScaleAxis":
-            request.scaling.axis_factors[_child_text(element, "axis") or ""] = float(
+            request.scaling.axis_factors[_child_text(element, "axis") or ""] = _finite(
                 _child_text(element, "scaleFactor") or "")
         elif name == "TargetAxisSize":
             request.scaling.sizes[_child_text(element, "axis") or ""] = int(
-                float(_child_text(element, "targetSize") or ""))
+                _finite(_child_text(element, "targetSize") or ""))
         elif name == "TargetAxisExtent":
             request.scaling.extents[_child_text(element, "axis") or ""] = (
-                int(float(_child_text(element, "low") or "")), int(float(_child_text(element, "high") or "")))
+                int(_finite(_child_text(element, "low") or "")),
+                int(_finite(_child_text(element, "high") or "")))
         elif name == "RangeComponent":
             request.bands = [*(request.bands or []), text]
         elif name == "RangeInterval":

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
-from cartotheca.ows import gml
+from cartotheca.catalogue.service_metadata import service_metadata
+from cartotheca.ows import gml, service_identity
 
 if TYPE_CHECKING:
     from cartotheca.ows.request import OWSRequest
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 XLINK = "http://www.w3.org/1999/xlink"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 XSD = "http://www.w3.org/2001/XMLSchema"
-OTHER_CRS = (4326, 3857)
 COMPARISONS = ("PropertyIsEqualTo", "PropertyIsNotEqualTo", "PropertyIsLessThan",
                "PropertyIsGreaterThan", "PropertyIsLessThanOrEqualTo",
                "PropertyIsGreaterThanOrEqualTo", "PropertyIsLike", "PropertyIsNull",
@@ -78,19 +78,14 @@ class _Builder:
         self.url = req.service_url
         self.formats = advertised_formats(version)
         self.workspaces = {t.workspace: namespace_uri(req, t.workspace) for t in types}
+        self.meta = service_metadata(req.settings, "WFS")
+        # the WMS list of advertised CRSs, as EPSG numbers
+        self.other_crs = [int(code.partition(":")[2]) for code in req.settings.WMS_ADVERTISED_CRS]
 
     def ows_identification(self, root: Any, ows: str) -> None:
-        ident = _el(root, f"{{{ows}}}ServiceIdentification")
-        _el(ident, f"{{{ows}}}Title", "Cartotheca Web Feature Service")
-        _el(ident, f"{{{ows}}}Abstract", "Vector datasets of the catalogue as features")
-        _el(ident, f"{{{ows}}}ServiceType", "WFS")
-        for version in ("2.0.0", "1.1.0", "1.0.0") if self.version == "2.0.0" else (self.version,):
-            _el(ident, f"{{{ows}}}ServiceTypeVersion", version)
-        _el(ident, f"{{{ows}}}Fees", "NONE")
-        _el(ident, f"{{{ows}}}AccessConstraints", "NONE")
-        provider = _el(root, f"{{{ows}}}ServiceProvider")
-        _el(provider, f"{{{ows}}}ProviderName", "Cartotheca")
-        _el(provider, f"{{{ows}}}ProviderSite", **{f"{{{XLINK}}}href": self.req.settings.SITEURL})
+        versions = ("2.0.0", "1.1.0", "1.0.0") if self.version == "2.0.0" else (self.version,)
+        service_identity.ows_identification(root, ows, self.meta, "WFS", versions)
+        service_identity.ows_provider(root, ows, self.meta)
 
     def ows_operation(self, parent: Any, ows: str, name: str, params: dict[str, list[str]]) -> None:
         op = _el(parent, f"{{{ows}}}Operation", name=name)
@@ -193,7 +188,7 @@ def _capabilities_20(b: _Builder) -> Any:
         _el(ft, f"{{{wfs}}}Abstract", info.resource.abstract or "")
         b.keywords(ft, ows, info)
         _el(ft, f"{{{wfs}}}DefaultCRS", gml.srs_name(info.epsg, gml.GML32))
-        for code in OTHER_CRS:
+        for code in b.other_crs:
             if code != info.epsg:
                 _el(ft, f"{{{wfs}}}OtherCRS", gml.srs_name(code, gml.GML32))
         formats = _el(ft, f"{{{wfs}}}OutputFormats")
@@ -220,7 +215,7 @@ def _capabilities_11(b: _Builder) -> Any:
         _el(ft, f"{{{wfs}}}Abstract", info.resource.abstract or "")
         b.keywords(ft, ows, info)
         _el(ft, f"{{{wfs}}}DefaultSRS", gml.srs_name(info.epsg, gml.GML31))
-        for code in OTHER_CRS:
+        for code in b.other_crs:
             if code != info.epsg:
                 _el(ft, f"{{{wfs}}}OtherSRS", gml.srs_name(code, gml.GML31))
         formats = _el(ft, f"{{{wfs}}}OutputFormats")
@@ -259,9 +254,13 @@ def _capabilities_10(b: _Builder) -> Any:
                          nsmap=b.nsmap({None: wfs, "ogc": ogc, "xsi": XSI}))
     service = _el(root, f"{{{wfs}}}Service")
     _el(service, f"{{{wfs}}}Name", "WFS")
-    _el(service, f"{{{wfs}}}Title", "Cartotheca Web Feature Service")
-    _el(service, f"{{{wfs}}}Abstract", "Vector datasets of the catalogue as features")
+    _el(service, f"{{{wfs}}}Title", b.meta.title)
+    _el(service, f"{{{wfs}}}Abstract", b.meta.abstract)
+    if b.meta.keywords:
+        _el(service, f"{{{wfs}}}Keywords", ", ".join(b.meta.keywords))
     _el(service, f"{{{wfs}}}OnlineResource", b.url)
+    _el(service, f"{{{wfs}}}Fees", b.meta.fees)
+    _el(service, f"{{{wfs}}}AccessConstraints", b.meta.access_constraints)
     request = _el(_el(root, f"{{{wfs}}}Capability"), f"{{{wfs}}}Request")
 
     def dcp(parent: Any) -> None:

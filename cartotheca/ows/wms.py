@@ -33,9 +33,10 @@ from cartotheca.ows.request import OWSRequest
 
 log = logging.getLogger(__name__)
 
-FORMAT_ALIASES = {"png": "image/png", "png32": "image/png", "png8": "image/png8", "jpeg": "image/jpeg",
-                  "jpg": "image/jpeg", "pdf": "application/pdf", "webp": "image/webp",
-                  "image/png;mode=8bit": "image/png8", "image/png;mode=32bit": "image/png"}
+# FORMAT values (lower case, spaces removed) → the media type answered with
+FORMAT_ALIASES = {"png": "image/png", "png32": "image/png", "png8": render.PNG8, "image/png8": render.PNG8,
+                  "image/png;mode=8bit": render.PNG8, "jpeg": "image/jpeg", "jpg": "image/jpeg",
+                  "pdf": "application/pdf", "webp": "image/webp", "image/png;mode=32bit": "image/png"}
 DEFAULT_PIXEL_TOLERANCE = 5
 MAX_FEATURE_COUNT = 1000
 
@@ -256,9 +257,13 @@ def get_map(req: OWSRequest, version: str) -> Response:
     return Response(data, media_type=image_format)
 
 
-def _image_format(value: str) -> str:
+def _normal_format(value: str) -> str:
     normal = value.strip().lower().replace(" ", "")
-    normal = FORMAT_ALIASES.get(normal, normal)
+    return FORMAT_ALIASES.get(normal, normal)
+
+
+def _image_format(value: str) -> str:
+    normal = _normal_format(value)
     if normal not in render.available_formats():
         raise OWSException("InvalidFormat", f"Format {value} is not supported; use one of "
                            + ", ".join(render.available_formats()), locator="format")
@@ -342,8 +347,7 @@ def get_legend_graphic(req: OWSRequest, version: str) -> Response:
     if not name:
         raise OWSException("MissingParameterValue", "Parameter LAYER is required", locator="layer")
     resource, dataset = resolve_layer(req, name, locator="layer")
-    image_format = (req.get("FORMAT") or "image/png").strip().lower()
-    image_format = FORMAT_ALIASES.get(image_format, image_format)
+    image_format = _normal_format(req.get("FORMAT") or "image/png")
     if image_format not in legend.ENCODERS:
         raise OWSException("InvalidFormat", f"Legend format {image_format} is not supported",
                            locator="format")

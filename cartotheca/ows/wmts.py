@@ -19,6 +19,7 @@ from lxml import etree
 from starlette.responses import Response
 
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
+from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import (
     AuthenticationFailed,
     CartothecaError,
@@ -26,7 +27,7 @@ from cartotheca.errors import (
     NotFound,
     PermissionDenied,
 )
-from cartotheca.ows import tiles
+from cartotheca.ows import service_identity, tiles
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 
@@ -237,13 +238,9 @@ def capabilities(service_url: str, settings: Any, rows: list[tuple[Any, Any]]) -
         None: WMTS_NS, "ows": OWS_NS, "xlink": XLINK, "gml": GML_NS, "xsi": XSI})
     root.set(f"{{{XSI}}}schemaLocation",
              f"{WMTS_NS} http://schemas.opengis.net/wmts/1.0/wmtsGetCapabilities_response.xsd")
-    identification = _ows(root, "ServiceIdentification")
-    _ows(identification, "Title", "Cartotheca WMTS")
-    _ows(identification, "Abstract", "Tiles of the Cartotheca catalogue's datasets.")
-    _ows(identification, "ServiceType", "OGC WMTS")
-    _ows(identification, "ServiceTypeVersion", VERSION)
-    _ows(identification, "Fees", "NONE")
-    _ows(identification, "AccessConstraints", "NONE")
+    meta = service_metadata(settings, "WMTS")
+    service_identity.ows_identification(root, OWS_NS, meta, "OGC WMTS", [VERSION])
+    service_identity.ows_provider(root, OWS_NS, meta)
     _operations(root, service_url)
     contents = _el(root, "Contents")
     for resource, dataset in rows:

@@ -41,7 +41,9 @@ def test_capabilities_without_version_are_1_3_0_and_describe_layers(client, poly
     assert root.tag == f"{WMS}WMS_Capabilities" and root.get("version") == "1.3.0"
     get_map = root.find(f"{WMS}Capability/{WMS}Request/{WMS}GetMap")
     assert get_map.find(f".//{WMS}OnlineResource").get(XLINK) == "http://testserver/ows?"
-    assert {"image/png", "image/jpeg", "image/png8"} <= {f.text for f in get_map.findall(f"{WMS}Format")}
+    map_formats = {f.text for f in get_map.findall(f"{WMS}Format")}
+    assert {"image/png", "image/jpeg", "image/png; mode=8bit"} <= map_formats  # GeoServer's PNG8 name
+    assert "image/png8" not in map_formats
     info_op = root.find(f"{WMS}Capability/{WMS}Request/{WMS}GetFeatureInfo")
     info_formats = {f.text for f in info_op.findall(f"{WMS}Format")}
     assert {"application/vnd.ogc.gml", "application/json", "text/html", "text/plain"} <= info_formats
@@ -162,8 +164,10 @@ def test_getmap_background_transparency_and_formats(client, polygons):
     assert jpeg.headers["content-type"] == "image/jpeg" and jpeg.content[:2] == b"\xff\xd8"
     red = pixels(jpeg.content)[25, 25]
     assert red[0] > 240 and red[1] < 20 and red[2] < 20
-    png8 = wms(client, format="image/png8", transparent="TRUE", **base)
-    assert b"PLTE" in png8.content[:200] and _quarters(pixels(png8.content)) == EXPECTED_QUARTERS
+    for png8_name in ("image/png8", "image/png; mode=8bit", "image/png;mode=8bit", "png8"):
+        png8 = wms(client, format=png8_name, transparent="TRUE", **base)
+        assert png8.headers["content-type"] == "image/png; mode=8bit", png8_name
+        assert b"PLTE" in png8.content[:200] and _quarters(pixels(png8.content)) == EXPECTED_QUARTERS
     pdf = wms(client, format="application/pdf", **base)
     assert pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
 

@@ -19,12 +19,14 @@ from pycsw import server
 
 from cartotheca import xmlsafe
 from cartotheca.catalogue.csw.repository import RequestScope
+from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import InvalidInput
 
 XML_TYPE = "application/xml; charset=UTF-8"
 JSON_TYPE = "application/json"
 OWS = "http://www.opengis.net/ows"
 PATH = "catalogue/csw"
+MAX_PAGING_VALUE = 2**31 - 1  # largest maxRecords/startPosition accepted
 
 
 @dataclass(frozen=True)
@@ -62,16 +64,31 @@ def _checked_params(params: Mapping[str, str]) -> dict[str, str]:
         raise Refused("InvalidParameterValue", "Only the CSW mode is offered", "mode")
     if kvp.get("constraintlanguage", "").upper() == "FILTER" and kvp.get("constraint"):
         _safe(kvp["constraint"].encode("utf-8"), "constraint")
+    _check_paging(kvp.get("maxrecords"), kvp.get("startposition"))
     return kvp
 
 
 def _checked_body(body: bytes) -> bytes:
     root = _safe(body, "request")
+    _check_paging(root.get("maxRecords"), root.get("startPosition"))
     if next(root.iter("{*}ResponseHandler"), None) is not None:
         raise Refused("InvalidParameterValue", "Asynchronous responses are not offered",
                        "ResponseHandler")
     # pycsw parses the body again: hand it the document as read here, DTD-free
     return etree.tostring(root, encoding="UTF-8", xml_declaration=True)
+
+
+def _check_paging(maxrecords: str | None, startposition: str | None) -> None:
+    """pycsw calls ``int()`` on both as given: a non-number or a value past the database's integers
+    would be a server error instead of an exception report."""
+    for name, value in (("maxRecords", maxrecords), ("startPosition", startposition)):
+        if value in (None, ""):
+            continue
+        text = value.strip()
+        digits = text.lstrip("0") if text.isascii() and text.isdigit() else None
+        if digits is None or len(digits) > 10 or int(digits or "0") > MAX_PAGING_VALUE:
+            raise Refused("InvalidParameterValue",
+                          f"{name} must be an integer between 0 and {MAX_PAGING_VALUE}", name)
 
 
 def _safe(data: bytes, locator: str) -> etree._Element:
@@ -101,6 +118,8 @@ def service_url(scope: RequestScope) -> str:
 def configuration(scope: RequestScope) -> dict:
     """pycsw's configuration for one request; the repository filter is the request's scope."""
     settings = scope.settings
+    meta = service_metadata(settings, "CSW")
+    contact = meta.contact
     return {
         "server": {
             "url": service_url(scope),
@@ -119,17 +138,20 @@ def configuration(scope: RequestScope) -> dict:
         "manager": {"transactions": False, "allowed_ips": []},
         "metadata": {
             "identification": {
-                "title": "Cartotheca catalogue",
-                "description": "The records of the catalogue's datasets, maps, documents and apps",
-                "keywords": ["catalogue", "discovery", "metadata"],
+                "title": meta.title,
+                "description": meta.abstract,
+                "keywords": meta.keywords,
                 "keywords_type": "theme",
-                "fees": "None",
-                "accessconstraints": "None",
+                "fees": meta.fees,
+                "accessconstraints": meta.access_constraints,
                 "url": settings.SITEURL,
             },
-            "provider": {"name": "Cartotheca", "url": settings.SITEURL},
-            "contact": {"name": settings.ADMIN_USER, "email": settings.ADMIN_EMAIL,
-                        "url": settings.SITEURL, "role": "pointOfContact"},
+            "provider": {"name": contact.organization, "url": contact.url},
+            "contact": {"name": contact.name, "position": contact.position, "address": contact.address,
+                        "city": contact.city, "stateorprovince": contact.state_or_province,
+                        "postalcode": contact.postal_code, "country": contact.country,
+                        "phone": contact.phone, "fax": contact.fax, "email": contact.email,
+                        "url": contact.url, "role": "pointOfContact"},
             "inspire": {"enabled": False},
         },
         "repository": {
