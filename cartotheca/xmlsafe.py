@@ -1,17 +1,32 @@
-"""cartotheca.xmlsafe: the one way untrusted XML (ISO metadata, SLD, OWS POST bodies) is parsed.
+"""cartotheca.xmlsafe: the one way untrusted XML (ISO metadata, SLD, OWS POST bodies) is parsed,
+and the one rule for which characters text may hold.
 
 Entities are never resolved, nothing is fetched from the network, and a document that declares
 a DTD is refused outright: XXE and entity expansion ("billion laughs") need one, and none of
 the formats Cartotheca reads does.
+
+Text a client stores must be writable into every document that may carry it later (XML
+capabilities, CSW records, GML, KML) and storable in PostgreSQL: ``check_text`` refuses the
+characters XML 1.0 cannot carry, not even as a character reference (the C0 controls other
+than tab, newline and carriage return; lone surrogates; U+FFFE and U+FFFF), NUL among them.
+Text already stored with one (written before that rule, or straight into the database) loses
+them when written out: ``clean``, ``sub_element``, ``escape`` and ``quoteattr`` are what XML
+writers put in documents, so one stored value can never make a document unreadable.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+from xml.sax import saxutils
 
 from lxml import etree
 
 from cartotheca.errors import InvalidInput
+
+NOT_XML_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 MAX_XML_BYTES = 20 * 1024 * 1024
 
@@ -48,3 +63,52 @@ def read_file(path: Path, what: str) -> str:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} must be UTF-8 encoded XML") from None
+
+
+def unsafe_character(value: str) -> str | None:
+    """The first character of ``value`` no XML document can carry, as ``U+XXXX``; else None."""
+    found = NOT_XML_TEXT.search(value)
+    return None if found is None else f"U+{ord(found.group()):04X}"
+
+
+def check_text(value: Any, field: str) -> None:
+    """Refuse (``InvalidInput`` naming ``field``) a string, or any string or key inside nested
+    lists and mappings, holding a character ``unsafe_character`` finds."""
+    if isinstance(value, str):
+        bad = unsafe_character(value)
+        if bad is not None:
+            raise InvalidInput(f"{field or 'value'}: text may not contain control characters "
+                               f"({bad}).")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{field}.{key}" if field else str(key)
+            check_text(key, where)
+            check_text(item, where)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_text(item, f"{field}[{index}]")
+
+
+def clean(value: Any) -> str:
+    """``value`` as text an XML document can carry: characters it cannot are dropped."""
+    return NOT_XML_TEXT.sub("", value if isinstance(value, str) else str(value))
+
+
+def sub_element(parent: etree._Element, tag: str, text: Any = None,
+                attrs: Mapping[str, Any] | None = None) -> etree._Element:
+    """``etree.SubElement`` for writers of documents that carry stored text: ``text`` and the
+    attribute values go through ``clean`` (lxml refuses a whole document over one of them)."""
+    node = etree.SubElement(parent, tag, {k: clean(v) for k, v in (attrs or {}).items()})
+    if text is not None:
+        node.text = clean(text)
+    return node
+
+
+def escape(value: Any) -> str:
+    """``value`` as XML character data, for writers that build documents as strings."""
+    return saxutils.escape(clean(value))
+
+
+def quoteattr(value: Any) -> str:
+    """``value`` as a quoted XML attribute value, for writers that build documents as strings."""
+    return saxutils.quoteattr(clean(value))

@@ -18,6 +18,7 @@ from typing import IO
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
 from starlette.requests import Request
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue.upload_limits import size_label
 from cartotheca.errors import InvalidInput, LimitExceeded, ParseError, UnsupportedMediaType
 
@@ -138,9 +139,11 @@ class _Receiver:
     def on_part_end(self) -> None:
         if self.text is not None:
             try:
-                self.form.fields[self.name] = self.text.decode("utf-8")
+                value = self.text.decode("utf-8")
             except UnicodeDecodeError:
                 raise ParseError(f"{self.name}: form text must be UTF-8") from None
+            xmlsafe.check_text(value, self.name)
+            self.form.fields[self.name] = value
         if self.handle is not None:
             self.handle.close()
         self.text, self.handle = None, None

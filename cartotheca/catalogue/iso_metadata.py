@@ -25,6 +25,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 
+from cartotheca import xmlsafe
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     Category,
@@ -465,11 +466,11 @@ def _el(parent: etree._Element | None, name: str, text: str | None = None,
         **attrs: str) -> etree._Element:
     prefix, local = name.split(":")
     tag = f"{{{ISO_NS[prefix]}}}{local}"
-    el = etree.Element(tag, nsmap=ISO_NS) if parent is None else etree.SubElement(parent, tag)
-    for key, value in attrs.items():
-        el.set(key, value)
+    if parent is not None:
+        return xmlsafe.sub_element(parent, tag, text, attrs)
+    el = etree.Element(tag, {k: xmlsafe.clean(v) for k, v in attrs.items()}, nsmap=ISO_NS)
     if text is not None:
-        el.text = text
+        el.text = xmlsafe.clean(text)
     return el
 
 

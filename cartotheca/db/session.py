@@ -14,6 +14,7 @@ import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from cartotheca.db import text_guard
 from cartotheca.settings import Settings
 
 # The database is unreachable, restarting, refused a connection, dropped one, or no pooled
@@ -95,4 +96,6 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
-    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+    factory = sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+    text_guard.install(factory)
+    return factory

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import orjson
 import shapely
 
 from cartotheca.geodata.storage import FeatureBatch, FieldInfo
+from cartotheca.xmlsafe import escape, quoteattr
 
 CHUNK = 1 << 16
 EXCEL_CELL_LIMIT = 32767  # the most characters an Excel cell holds

@@ -20,6 +20,7 @@ from lxml import etree
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue.service_metadata import ANY_EPSG_NOTE, ServiceMetadata, service_metadata
 from cartotheca.db.models import Keyword, Style
 from cartotheca.db.models.resources import resource_keywords
@@ -166,10 +167,7 @@ class _Writer:
         self.advertised: list[str] = settings.WMS_ADVERTISED_CRS
 
     def el(self, parent: etree._Element, tag: str, text: str | None = None, **attrs: str) -> etree._Element:
-        node = etree.SubElement(parent, f"{{{self.ns}}}{tag}" if self.ns else tag, attrs)
-        if text is not None:
-            node.text = text
-        return node
+        return xmlsafe.sub_element(parent, f"{{{self.ns}}}{tag}" if self.ns else tag, text, attrs)
 
     def link(self, parent: etree._Element, href: str) -> etree._Element:
         node = self.el(parent, "OnlineResource")
@@ -193,7 +191,7 @@ class _Writer:
         self.el(service, "Title", self.meta.title)
         self.el(service, "Abstract", self.meta.abstract)
         service_identity.wms_keywords(service, self.ns, self.meta)
-        self.link(service, f"{self.settings.site_base}/")
+        self.link(service, f"{siteurl.base(self.settings)}/")
         service_identity.wms_contact_information(service, self.ns, self.meta)
         self.el(service, "Fees", self.meta.fees)
         self.el(service, "AccessConstraints", self.meta.access_constraints)

@@ -8,9 +8,9 @@ to the code.
 
 from __future__ import annotations
 
-from xml.sax.saxutils import escape, quoteattr
-
 from starlette.responses import Response
+
+from cartotheca.xmlsafe import escape, quoteattr
 
 # OWS Common 2.0, table 28 (and the service standards' own codes)
 HTTP_STATUS = {

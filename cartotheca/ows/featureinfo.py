@@ -16,14 +16,15 @@ import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import shapely
 from shapely.geometry import box, mapping
 
+from cartotheca import siteurl
 from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
 from cartotheca.ows import render
+from cartotheca.xmlsafe import escape, quoteattr
 
 FORMATS = {"text/plain", "text/html", "application/json", "application/vnd.ogc.gml",
            "application/vnd.ogc.gml/3.1.1", "application/geojson", "text/xml"}
@@ -222,7 +223,7 @@ def _gml(results: list[LayerResult], settings: Any) -> str:
     for result in results:
         workspace = result.dataset.workspace
         prefix = _xml_name(workspace)
-        namespaces[prefix] = GEONODE_NS if workspace == "geonode" else f"{settings.site_base}/{workspace}"
+        namespaces[prefix] = GEONODE_NS if workspace == "geonode" else f"{siteurl.base(settings)}/{workspace}"
         type_name = f"{prefix}:{_xml_name(result.dataset.name)}"
         for feature in result.features:
             body = []

@@ -18,12 +18,13 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 import shapely
 from lxml import etree
 from pyproj import CRS
+
+from cartotheca.xmlsafe import escape, quoteattr
 
 GML2_NS = "http://www.opengis.net/gml"  # GML 2 and 3.1.1 share it
 GML32_NS = "http://www.opengis.net/gml/3.2"
@@ -199,9 +200,6 @@ class GeometryWriter:
 
 # -- writing values and feature collections -------------------------------------------------
 
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def xml_value(value: Any) -> str:
     """A property value as XML text (xsd lexical forms)."""
     if isinstance(value, bool | np.bool_):
@@ -216,7 +214,7 @@ def xml_value(value: Any) -> str:
         import base64
 
         return base64.b64encode(value).decode("ascii")
-    return escape(_XML_INVALID.sub("", str(value)))
+    return escape(value)
 
 
 @dataclass

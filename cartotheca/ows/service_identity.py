@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from lxml import etree
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue.service_metadata import ServiceMetadata
 
 XLINK = "http://www.w3.org/1999/xlink"
@@ -19,10 +20,7 @@ XLINK = "http://www.w3.org/1999/xlink"
 
 def _el(parent: etree._Element, ns: str | None, tag: str, text: str | None = None,
         **attrs: str) -> etree._Element:
-    node = etree.SubElement(parent, f"{{{ns}}}{tag}" if ns else tag, attrs)
-    if text is not None:
-        node.text = text
-    return node
+    return xmlsafe.sub_element(parent, f"{{{ns}}}{tag}" if ns else tag, text, attrs)
 
 
 def _href(node: etree._Element, url: str) -> etree._Element:

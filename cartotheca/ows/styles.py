@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
-from xml.sax.saxutils import escape, quoteattr
 
 from lxml import etree
 
 from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import sld
+from cartotheca.xmlsafe import escape, quoteattr
 
 # Colour-blind-friendly qualitative palette (Okabe & Ito), outlines one shade darker.
 PALETTE = [("#0072B2", "#004c78"), ("#E69F00", "#9a6a00"), ("#009E73", "#006a4d"),

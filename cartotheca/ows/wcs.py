@@ -18,6 +18,7 @@ from typing import Any
 from lxml import etree
 from starlette.responses import Response, StreamingResponse
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
 from cartotheca.catalogue.service_metadata import service_metadata
@@ -154,10 +155,7 @@ def _grid(req: OWSRequest, dataset: Any) -> tuple[str, Grid]:
 # -- XML helpers -------------------------------------------------------------------------------
 
 def _el(parent: etree._Element, ns: str, tag: str, text: str | None = None, **attrs: str) -> etree._Element:
-    node = etree.SubElement(parent, f"{{{ns}}}{tag}", attrs)
-    if text is not None:
-        node.text = text
-    return node
+    return xmlsafe.sub_element(parent, f"{{{ns}}}{tag}", text, attrs)
 
 
 def _num(value: float) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.ows import gml, service_identity
 
@@ -48,10 +49,7 @@ FES_CONFORMANCE = {
 
 
 def _el(parent: Any, tag: str, text: Any = None, **attrs: str) -> Any:
-    element = etree.SubElement(parent, tag, {k.replace("__", ":"): v for k, v in attrs.items()})
-    if text is not None:
-        element.text = str(text)
-    return element
+    return xmlsafe.sub_element(parent, tag, text, {k.replace("__", ":"): v for k, v in attrs.items()})
 
 
 def _num(value: float) -> str:

@@ -18,6 +18,7 @@ import pyproj
 from lxml import etree
 from starlette.responses import Response
 
+from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
 from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import (
@@ -219,10 +220,7 @@ def get_capabilities(req: OWSRequest) -> Response:
 
 def _el(parent: etree._Element, tag: str, text: str | None = None, ns: str = WMTS_NS,
         **attrs: str) -> etree._Element:
-    node = etree.SubElement(parent, f"{{{ns}}}{tag}", attrs)
-    if text is not None:
-        node.text = text
-    return node
+    return xmlsafe.sub_element(parent, f"{{{ns}}}{tag}", text, attrs)
 
 
 def _ows(parent: etree._Element, tag: str, text: str | None = None, **attrs: str) -> etree._Element:
@@ -280,7 +278,7 @@ def _layer(contents: etree._Element, settings: Any, resource: Any, dataset: Any)
         _el(layer, "Format", media_type)
     for tms_id in tiles.TILE_MATRIX_SETS:
         _tile_matrix_set_link(layer, resource, tiles.tile_matrix_set(tms_id))
-    base = f"{settings.site_base}/tiles/{urllib.parse.quote(alternate, safe=':')}"
+    base = f"{siteurl.base(settings)}/tiles/{urllib.parse.quote(alternate, safe=':')}"
     for media_type in formats:
         template = f"{base}/{{TileMatrixSet}}/{{TileMatrix}}/{{TileCol}}/{{TileRow}}.{EXTENSIONS[media_type]}"
         _el(layer, "ResourceURL", format=media_type, resourceType="tile", template=template)

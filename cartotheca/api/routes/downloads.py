@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import urllib.parse
 from typing import Annotated
-from xml.sax.saxutils import escape
 
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response, StreamingResponse
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, get_principal, get_settings
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
@@ -22,6 +22,7 @@ from cartotheca.catalogue.datasets import get_dataset
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata import export
 from cartotheca.settings import Settings
+from cartotheca.xmlsafe import escape
 
 router = APIRouter(tags=["downloads"])
 Db = DbDep
@@ -50,7 +51,7 @@ def _wms_url(settings: Settings, alternate: str, bbox: tuple[float, ...], width:
     params = {"service": "WMS", "version": "1.1.1", "request": "GetMap", "layers": alternate,
               "styles": "", "srs": "EPSG:4326", "bbox": ",".join(repr(v) for v in bbox),
               "width": width, "height": height, "format": "image/png", "transparent": "true"}
-    return f"{settings.site_base}/ows?{urllib.parse.urlencode(params)}"
+    return f"{siteurl.base(settings)}/ows?{urllib.parse.urlencode(params)}"
 
 
 def _bbox(text: str) -> tuple[float, float, float, float]:
@@ -82,7 +83,7 @@ def desktop_kml(alternate: str, db: Db, principal: Who, settings: Conf,
         return _kml(f"<GroundOverlay><name>{title}</name><Icon><href>{href}</href></Icon>"
                     f"<LatLonBox><north>{north!r}</north><south>{south!r}</south><east>{east!r}</east>"
                     f"<west>{west!r}</west></LatLonBox></GroundOverlay>")
-    link = escape(f"{settings.site_base}/datasets/{urllib.parse.quote(name)}/desktop.kml")
+    link = escape(f"{siteurl.base(settings)}/datasets/{urllib.parse.quote(name)}/desktop.kml")
     view = "BBOX=[bboxWest],[bboxSouth],[bboxEast],[bboxNorth]&WIDTH=[horizPixels]&HEIGHT=[vertPixels]"
     region = ""
     if resource.ll_minx is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from lxml import etree
 from sqlalchemy import ColumnElement, Select, case, func, literal, null, select
 
+from cartotheca import xmlsafe
 from cartotheca.catalogue import iso_metadata
 from cartotheca.catalogue.links import Link, resource_links
 from cartotheca.db.models import Resource
@@ -133,11 +134,14 @@ class CatalogueRecord:
 
     def __getattr__(self, name: str) -> Any:
         # pycsw asks for every property of its model; the ones the catalogue has no value for
-        # are absent, which pycsw writes as missing elements.
+        # are absent, which pycsw writes as missing elements. Text is cleaned here because
+        # pycsw writes it into XML itself and one stored control character would fail the
+        # whole response.
         try:
-            return self._values[name]
+            value = self._values[name]
         except KeyError:
             raise AttributeError(name) from None
+        return xmlsafe.clean(value) if isinstance(value, str) else value
 
     @cached_property
     def _links(self) -> list[Link]:
@@ -150,8 +154,10 @@ class CatalogueRecord:
 
     @cached_property
     def links(self) -> str:
-        return json.dumps([{"name": link.name, "description": f"{link.name} ({link.mime})",
-                            "protocol": _protocol(link), "url": link.url} for link in self._links])
+        return json.dumps([{"name": xmlsafe.clean(link.name),
+                            "description": xmlsafe.clean(f"{link.name} ({link.mime})"),
+                            "protocol": _protocol(link), "url": xmlsafe.clean(link.url)}
+                           for link in self._links])
 
     @cached_property
     def wkt_geometry(self) -> str | None:
@@ -170,12 +176,13 @@ class CatalogueRecord:
 
     @cached_property
     def publisher(self) -> str | None:
-        return next((c.user.username for c in self._resource.contacts if c.role == "publisher"), None)
+        name = next((c.user.username for c in self._resource.contacts if c.role == "publisher"), None)
+        return None if name is None else xmlsafe.clean(name)
 
     @cached_property
     def contributor(self) -> str | None:
         names = [c.user.username for c in self._resource.contacts if c.role == "processor"]
-        return ",".join(names) or None
+        return xmlsafe.clean(",".join(names)) or None
 
 
 def _protocol(link: Link) -> str:
@@ -186,5 +193,6 @@ def _protocol(link: Link) -> str:
 
 def _contact(user: User, role: str) -> dict[str, str | None]:
     name = " ".join(p for p in (user.first_name, user.last_name) if p) or user.username
-    return {"name": name, "organization": None, "position": None, "email": user.email or None,
+    return {"name": xmlsafe.clean(name), "organization": None, "position": None,
+            "email": xmlsafe.clean(user.email) or None,
             "role": iso_metadata.ROLE_CODES.get(role, role)}
