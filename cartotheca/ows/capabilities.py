@@ -34,6 +34,7 @@ SLD_NS = "http://www.opengis.net/sld"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 FEATURE_INFO_FORMATS = ["text/plain", "text/html", "application/json", "application/vnd.ogc.gml"]
 MERCATOR_MAX_LAT = 85.0511287798
+LEGEND_FORMATS = ["image/png", "image/jpeg", legend.JSON]
 LEGEND_SWATCH = 20  # GetLegendGraphic's default WIDTH and HEIGHT, the size LegendURL announces
 
 
@@ -249,8 +250,7 @@ class _Writer130(_Writer):
         self.operation(request, "GetCapabilities", ["text/xml"], post=True)
         self.operation(request, "GetMap", render.available_formats())
         self.operation(request, "GetFeatureInfo", FEATURE_INFO_FORMATS)
-        self.operation(request, "GetLegendGraphic", ["image/png", "image/jpeg"],
-                       tag=f"{{{SLD_NS}}}GetLegendGraphic")
+        self.operation(request, "GetLegendGraphic", LEGEND_FORMATS, tag=f"{{{SLD_NS}}}GetLegendGraphic")
         exception = self.el(capability, "Exception")
         self.el(exception, "Format", "XML")
         top = self.el(capability, "Layer")
@@ -308,7 +308,7 @@ class _Writer111(_Writer):
         self.operation(request, "GetCapabilities", ["application/vnd.ogc.wms_xml"], post=True)
         self.operation(request, "GetMap", render.available_formats())
         self.operation(request, "GetFeatureInfo", FEATURE_INFO_FORMATS)
-        self.operation(request, "GetLegendGraphic", ["image/png", "image/jpeg"])
+        self.operation(request, "GetLegendGraphic", LEGEND_FORMATS)
         exception = self.el(capability, "Exception")
         self.el(exception, "Format", "application/vnd.ogc.se_xml")
         top = self.el(capability, "Layer")

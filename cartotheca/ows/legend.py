@@ -21,6 +21,10 @@ FONT = "DejaVu Sans Book"
 FONT_SIZE = 12
 CHAR_WIDTH = 7.2  # average advance of DejaVu Sans at 12 px, to size the image
 GAP = 4
+JSON = "application/json"
+# mapnik symbolizer → the kind name GeoServer's JSON legend uses
+SYMBOLIZER_KINDS = {"PolygonSymbolizer": "Polygon", "LineSymbolizer": "Line", "MarkersSymbolizer": "Point",
+                    "PointSymbolizer": "Point", "TextSymbolizer": "Text", "RasterSymbolizer": "Raster"}
 ENCODERS = {"image/png": "png32", "image/png; mode=8bit": "png8", "image/jpeg": "jpeg85"}
 
 
@@ -83,6 +87,32 @@ def _image_size(rows: list[tuple[str, str, sldlib.Rule]], width: int, height: in
     label_width = max((len(label) for label, _, _ in rows), default=0) * CHAR_WIDTH
     image_width = int(width + (GAP + label_width + GAP if labelled else 0))
     return image_width, max(1, _row_height(height) * len(rows))
+
+
+def legend_json(style: sldlib.UserStyle, *, layer_name: str, title: str | None = None,
+                rule_name: str | None = None, scale: float | None = None) -> dict:
+    """The legend as GeoServer's ``application/json`` GetLegendGraphic answer: the rules an
+    image would draw rows for, each with its name, its label and its symbolizers' settings."""
+    rules = []
+    for rule in style.rules:
+        if rule_name is not None and rule.name != rule_name:
+            continue
+        if scale is not None and not _in_scale(rule, scale):
+            continue
+        symbolizers = []
+        for el in rule.symbolizers:
+            kind = SYMBOLIZER_KINDS.get(el.tag, el.tag)
+            values: dict = dict(el.attrib)
+            if kind == "Raster" and rule.color_map:
+                values["colormap"] = {"entries": [
+                    {"color": e.color, "quantity": e.quantity, "opacity": e.opacity,
+                     "label": e.label or f"{e.quantity:g}"} for e in rule.color_map]}
+            symbolizers.append({kind: values})
+        label = rule.label or (title if len(style.rules) == 1 else "") or ""
+        rules.append({"name": rule.name or "", "title": label, "symbolizers": symbolizers})
+    if rule_name is not None and not rules:
+        raise InvalidInput(f"Rule {rule_name} is not in the style")
+    return {"Legend": [{"layerName": layer_name, "title": title or layer_name, "rules": rules}]}
 
 
 def _rows(style: sldlib.UserStyle, rule_name: str | None, scale: float | None,

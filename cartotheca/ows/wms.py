@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 from cartotheca.catalogue.datasets import get_dataset_to_draw, visible_datasets
 from cartotheca.db.models import DatasetAttribute
@@ -320,7 +320,7 @@ def _pixel(req: OWSRequest, names: tuple[str, str], limit: int, version: str) ->
                            locator=names[0].lower())
     try:
         number = int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):  # also "nan" and "inf"
         number = -1
     if not 0 <= number < limit:
         raise OWSException("InvalidPoint" if version == "1.3.0" else "InvalidParameterValue",
@@ -348,7 +348,7 @@ def get_legend_graphic(req: OWSRequest, version: str) -> Response:
         raise OWSException("MissingParameterValue", "Parameter LAYER is required", locator="layer")
     resource, dataset = resolve_layer(req, name, locator="layer")
     image_format = _normal_format(req.get("FORMAT") or "image/png")
-    if image_format not in legend.ENCODERS:
+    if image_format not in legend.ENCODERS and image_format != legend.JSON:
         raise OWSException("InvalidFormat", f"Legend format {image_format} is not supported",
                            locator="format")
     sld_body = req.get("SLD_BODY")
@@ -359,6 +359,10 @@ def get_legend_graphic(req: OWSRequest, version: str) -> Response:
         scale_value = float(scale) if scale is not None else None
     except ValueError:
         raise OWSException("InvalidParameterValue", "SCALE must be a number", locator="scale") from None
+    if image_format == legend.JSON:
+        return JSONResponse(legend.legend_json(
+            sldlib.first_user_style(text), layer_name=resource.alternate or name, title=resource.title,
+            rule_name=req.get("RULE"), scale=scale_value))
     try:
         data = legend.legend_image(
             sldlib.first_user_style(text), width=_size(req, "WIDTH", 20), height=_size(req, "HEIGHT", 20),
