@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata import archives, sources
 from cartotheca.geodata.sources import Candidate, RasterSource, VectorSource
@@ -64,6 +65,7 @@ class IngestOptions:
     @classmethod
     def from_mapping(cls, options: Mapping[str, Any]) -> IngestOptions:
         title = options.get("layer_title") or options.get("title")
+        xmlsafe.check_text(title, "layer_title" if options.get("layer_title") else "title")
         pk = options.get("resource_pk")
         if pk not in (None, ""):
             try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata.storage import FieldInfo, Preloaded, SourceLayer
 from cartotheca.geodata.storage._source import BATCH_SIZE, GeometryKinds, wkb_type_codes
@@ -262,6 +263,8 @@ def _inspect_layer(candidate: Candidate, layer: str | None, name: str, encoding:
     crs_wkt, srid = _crs(info.get("crs"), candidate, label)
     fields = [FieldInfo(str(n), _xsd(t, s)) for n, t, s in
               zip(info["fields"], info["ogr_types"], info["ogr_subtypes"], strict=True)]
+    for column in fields:  # names become attribute records and XML element names
+        xmlsafe.check_text(column.name, f"{label}: field name {column.name!r}")
     source = SourceLayer(path=str(candidate.path), layer=layer, encoding=shapefile_encoding,
                          open_options=dict(options), crs_wkt=crs_wkt,
                          feature_count=int(info["features"]))
