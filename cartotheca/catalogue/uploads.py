@@ -22,7 +22,7 @@ from cartotheca import xmlsafe
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, Listing, paginate
+from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, Upload
 from cartotheca.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
@@ -134,10 +134,7 @@ def list_uploads(ctx: ListContext) -> Listing:
 
 
 def get_upload(session: Session, principal: Principal, raw_id: Any) -> tuple[Upload, ExecutionRequest | None]:
-    try:
-        upload_id = int(raw_id)
-    except (TypeError, ValueError):
-        raise NotFound() from None
+    upload_id = parse_id(raw_id)  # past BIGINT the driver would raise: not found, like any other
     row = session.execute(_base(principal).where(Upload.id == upload_id)).first()
     if row is None:
         raise NotFound()

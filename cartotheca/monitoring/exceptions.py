@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExceptionEvent, MonitoredService, RequestEvent
-from cartotheca.monitoring.validation import Form, MissingObject
+from cartotheca.monitoring.validation import MAX_DURATION_SECONDS, Form, MissingObject
 
 
 @dataclass
@@ -28,7 +28,7 @@ def list_errors(session: Session, params: Mapping[str, Any]) -> list[CapturedErr
     error_type, service_name = form.text("error_type"), form.text("service_name")
     service_type = form.text("service_type")
     valid_from, valid_to = form.timestamp("valid_from"), form.timestamp("valid_to")
-    last = form.integer("last", minimum=1)
+    last = form.integer("last", minimum=1, maximum=MAX_DURATION_SECONDS)
     if last and (valid_from or valid_to):
         form.error("__all__", "Cannot use last and valid_from/valid_to at the same time")
     form.check()

@@ -27,7 +27,7 @@ from cartotheca.db.models import (
 )
 from cartotheca.monitoring import definitions as d
 from cartotheca.monitoring.periods import periods
-from cartotheca.monitoring.validation import Form, MissingObject
+from cartotheca.monitoring.validation import MAX_DURATION_SECONDS, Form, MissingObject
 
 GROUP_BY = ("resource", "resource_no_labels", "resource_no_label", "label", "event_type",
             "event_type_on_label")
@@ -91,7 +91,7 @@ def _values_in_window(session: Session, form: Form, stmt: Select) -> Select:
     if name and metric is None:
         form.error("metric_name", f"Metric {name} doesn't exist")
     valid_from, valid_to, last = form.timestamp("valid_from"), form.timestamp("valid_to"), \
-        form.integer("last", minimum=60)
+        form.integer("last", minimum=60, maximum=MAX_DURATION_SECONDS)
     if last and (valid_from or valid_to):
         form.error("__all__", "Cannot use last and valid_from/valid_to at the same time")
     form.check()
@@ -171,7 +171,8 @@ def parse_metric_query(session: Session, metric_name: str, params: Mapping[str, 
         raise MissingObject("metric_name", f"Metric {metric_name} doesn't exist")
     form = Form(params)
     valid_from, valid_to = form.timestamp("valid_from"), form.timestamp("valid_to")
-    last, interval = form.integer("last", minimum=60), form.integer("interval", minimum=60)
+    last = form.integer("last", minimum=60, maximum=MAX_DURATION_SECONDS)
+    interval = form.integer("interval", minimum=60, maximum=MAX_DURATION_SECONDS)
     group_by = form.choice("group_by", GROUP_BY)
     resource_type = form.choice("resource_type", d.RESOURCE_TYPES)
     event_type = form.choice("event_type", d.EVENT_TYPES)

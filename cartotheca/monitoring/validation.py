@@ -79,7 +79,8 @@ class Form:
             return default
         return value
 
-    def integer(self, name: str, *, minimum: int | None = None) -> int | None:
+    def integer(self, name: str, *, minimum: int | None = None,
+                maximum: int = 2**63 - 1) -> int | None:
         value = self.raw(name)
         if value is None or value == "":
             return None
@@ -90,6 +91,9 @@ class Form:
             return None
         if minimum is not None and number < minimum:
             self.error(name, f"Ensure this value is greater than or equal to {minimum}.")
+            return None
+        if number > maximum:
+            self.error(name, f"Ensure this value is less than or equal to {maximum}.")
             return None
         return number
 
@@ -182,9 +186,21 @@ def parse_timestamp(value: str) -> dt.datetime | None:
     return parsed
 
 
+# The longest duration accepted (100 years): longer ones overflow datetime arithmetic.
+MAX_DURATION_SECONDS = 100 * 366 * 86400
+
+
 def parse_duration(value: str) -> int | None:
+    try:
+        seconds = _duration_seconds(value)
+    except OverflowError:  # hundreds of digits make an infinite float
+        return None
+    return seconds if seconds is None or seconds <= MAX_DURATION_SECONDS else None
+
+
+def _duration_seconds(value: str) -> int | None:
     text = value.strip()
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+    if re.fullmatch(r"\d{1,20}(?:\.\d+)?", text):
         return int(float(text))
     match = DURATION.match(text)
     if not match:
