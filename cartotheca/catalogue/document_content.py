@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pypdfium2 as pdfium
+import rasterio
+from rasterio.enums import Resampling
 
 from cartotheca.errors import InvalidInput
 
@@ -245,9 +248,6 @@ def _fit(width: int, height: int, size: tuple[int, int]) -> tuple[int, int]:
 
 
 def _image_pixels(path: Path, size: tuple[int, int]) -> np.ndarray | None:
-    import rasterio
-    from rasterio.enums import Resampling
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
         with rasterio.open(path) as src:
@@ -300,8 +300,6 @@ def _rgba(pixels: np.ndarray, palette: dict | None) -> np.ndarray:
 
 
 def _pdf_pixels(path: Path, size: tuple[int, int]) -> np.ndarray | None:
-    import pypdfium2 as pdfium
-
     with _pdfium_lock:
         document = pdfium.PdfDocument(str(path))
         try:

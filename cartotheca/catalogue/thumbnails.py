@@ -23,9 +23,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+import rasterio
+from rasterio.enums import Resampling
+from rasterio.errors import RasterioError
+from rasterio.io import MemoryFile
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
+from cartotheca import siteurl
 from cartotheca.catalogue import maps
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
@@ -53,7 +58,7 @@ def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:
 
 
 def thumbnail_url(settings: Settings, resource_uuid: str) -> str:
-    return f"{settings.SITEURL}thumbnails/{resource_uuid}.png"
+    return f"{siteurl.url(settings)}thumbnails/{resource_uuid}.png"
 
 
 def is_own_url(settings: Settings, url: str | None, resource_uuid: str) -> bool:
@@ -70,11 +75,6 @@ def decode_image(data: bytes, size: Sequence[int]) -> bytes:
     driver = next((name for magic, name in SIGNATURES.items() if data.startswith(magic)), None)
     if driver is None:
         raise InvalidInput("The file must be an image with format (png, jpeg or jpg)")
-    import rasterio
-    from rasterio.enums import Resampling
-    from rasterio.errors import RasterioError
-    from rasterio.io import MemoryFile
-
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
@@ -112,9 +112,6 @@ def _as_rgba(src, pixels: np.ndarray) -> np.ndarray:
 
 def encode_png(pixels: np.ndarray) -> bytes:
     """RGBA bands (4, height, width) as PNG bytes."""
-    import rasterio
-    from rasterio.io import MemoryFile
-
     count, height, width = pixels.shape
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)

@@ -20,6 +20,13 @@ from typing import Any
 
 import numpy as np
 import pyproj
+import rasterio
+from affine import Affine
+from rasterio.crs import CRS
+from rasterio.enums import Resampling
+from rasterio.vrt import WarpedVRT
+from rasterio.warp import calculate_default_transform, transform_bounds
+from rasterio.windows import Window
 
 from cartotheca.errors import InvalidInput
 
@@ -67,8 +74,6 @@ class CoverageCRS:
 
     @property
     def rasterio(self) -> Any:
-        from rasterio.crs import CRS
-
         return CRS.from_epsg(self.epsg) if self.epsg else CRS.from_wkt(self.wkt)
 
     def same_as(self, other: CoverageCRS) -> bool:
@@ -157,8 +162,6 @@ class Grid:
 
 
 def read_grid(path: str, band_descriptions: list[str] | None = None) -> Grid:
-    import rasterio
-
     with rasterio.open(path) as src:
         return Grid(crs_of_dataset(src.crs), src.transform, src.width, src.height, list(src.dtypes),
                     src.nodata, band_names(band_descriptions or list(src.descriptions), src.count),
@@ -259,9 +262,6 @@ def plan(grid: Grid, request: CoverageRequest, max_pixels: int) -> OutputGrid:
         work_transform, work_width, work_height = _suggested_grid(grid, output)
     window = _window(grid, request.subsets, subsetting, output, work_transform, work_width, work_height)
     col0, row0, col1, row1 = window
-    from affine import Affine
-    from rasterio.windows import Window
-
     transform = work_transform @ Affine.translation(col0, row0)
     width, height = col1 - col0, row1 - row0
     scaled_width, scaled_height = _scaled_size(request.scaling, width, height)
@@ -312,8 +312,6 @@ def band_indexes(grid: Grid, bands: list[str] | None) -> list[int]:
 
 
 def _suggested_grid(grid: Grid, output: CoverageCRS) -> tuple[Any, int, int]:
-    from rasterio.warp import calculate_default_transform
-
     transform, width, height = calculate_default_transform(
         grid.crs.rasterio, output.rasterio, grid.width, grid.height, *grid.bounds)
     return transform, width, height
@@ -379,8 +377,6 @@ def _crs_box(x_sub: Subset | None, y_sub: Subset | None, subsetting: CoverageCRS
              transform: Any, width: int, height: int) -> tuple[float, float, float, float]:
     """The subset as (minx, miny, maxx, maxy) in the working grid's CRS; open ends reach the
     coverage's extent."""
-    from rasterio.warp import transform_bounds
-
     t = transform
     extent = (t.c, t.f + t.e * height, t.c + t.a * width, t.f)
     same = subsetting.same_as(output)
@@ -453,11 +449,6 @@ def _scale_dim(axis: str) -> int:
 def write_geotiff(path: str, grid: Grid, out: OutputGrid) -> str:
     """Cut ``out`` from the COG at ``path`` into a temporary GeoTIFF; returns its path (the
     caller deletes it)."""
-    import rasterio
-    from rasterio.enums import Resampling
-    from rasterio.vrt import WarpedVRT
-    from rasterio.windows import Window
-
     fd, target = tempfile.mkstemp(suffix=".tif", prefix="coverage-")
     os.close(fd)
     try:

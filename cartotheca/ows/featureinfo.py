@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import rasterio
 import shapely
+from rasterio.windows import Window
 from shapely.geometry import box, mapping
 
 from cartotheca import siteurl
@@ -96,9 +98,6 @@ def _box_to(area: tuple[float, float, float, float], src: str, dst: str) -> Any:
 def query_raster(settings: Any, resource: Any, dataset: Any, x: float, y: float,
                  crs: render.CRSInfo) -> LayerResult:
     """The raster's band values at (x, y) in the map CRS; no feature on nodata or outside."""
-    import rasterio  # imported late: the WMS answers vector requests without it
-    from rasterio.windows import Window
-
     result = LayerResult(resource.alternate or f"{dataset.workspace}:{dataset.name}", dataset, crs.code)
     with rasterio.open(raster_store(settings).path(dataset.location)) as src:
         native = f"epsg:{src.crs.to_epsg()}" if src.crs and src.crs.to_epsg() else render.dataset_srs(dataset)

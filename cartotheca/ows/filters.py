@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 import shapely
+from lark.exceptions import LarkError
 from pygeofilter import ast, values
+from pygeofilter.parsers.ecql import parse as parse_ecql
 from pygeofilter.parsers.fes.gml import is_temporal, parse_temporal
 from pygeofilter.parsers.fes.util import NodeParsingError
 from pygeofilter.parsers.fes.v11 import FES11Parser
@@ -186,15 +188,12 @@ _CQL_IDS = re.compile(r"^\s*IN\s*\((.*)\)\s*$", re.I | re.S)
 
 def parse_cql(text: str) -> ast.Node:
     """ECQL text (GeoServer's CQL_FILTER) → AST. ``IN ('type.1', ...)`` selects feature ids."""
-    from lark.exceptions import LarkError
-    from pygeofilter.parsers.ecql import parse
-
     match = _CQL_IDS.match(text)
     if match:
         ids = [s.strip().strip("'\"") for s in match.group(1).split(",") if s.strip()]
         return FeatureIds(ids)
     try:
-        node = parse(text)
+        node = parse_ecql(text)
     except (LarkError, ValueError) as exc:
         raise invalid(f"Invalid CQL filter: {str(exc).splitlines()[0]}") from exc
     return _cql_like_wildcards(node)

@@ -22,12 +22,18 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import mapbox_vector_tile
 import morecantile
 import numpy as np
 import shapely
+from rasterio.enums import ColorInterp
+from rio_tiler.errors import TileOutsideBounds
+from rio_tiler.io import Reader
+from rio_tiler.models import ImageData
 
 from cartotheca.errors import InvalidInput, NotFound
 from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
+from cartotheca.ows import render
 from cartotheca.settings import Settings
 
 PNG = "image/png"
@@ -99,8 +105,6 @@ def plan_tile(settings: Settings, resource: Any, dataset: Any, tms_id: str, z: i
     if dataset.storage == "cog":
         version += _file_version(raster_store(settings).path(dataset.location))
     elif media_type == PNG:
-        from cartotheca.ows import render
-
         sld = default_sld if default_sld is not None and not style \
             else render.dataset_sld(dataset, style or None)
         version += (hashlib.sha1(sld.encode()).hexdigest(),)
@@ -153,8 +157,6 @@ def _lonlat_bounds(tms: morecantile.TileMatrixSet, x: int, y: int, z: int) -> tu
 
 @cache
 def blank_png(size: int = 256) -> bytes:
-    from rio_tiler.models import ImageData
-
     return ImageData(np.ma.masked_all((1, size, size), dtype="uint8")).render(img_format="PNG")
 
 
@@ -170,8 +172,6 @@ class Display:
 
 
 def _display(dataset: Any) -> Display:
-    from rasterio.enums import ColorInterp
-
     interp = dataset.colorinterp
     bands = [i for i in dataset.indexes if interp[i - 1] != ColorInterp.alpha]
     chosen = tuple(bands[:3]) if len(bands) >= 3 else tuple(bands[:1])
@@ -209,7 +209,7 @@ def _value_range(dataset: Any, indexes: tuple[int, ...]) -> tuple[tuple[float, f
 
 @dataclass
 class _PooledReader:
-    reader: Any  # rio_tiler.io.Reader
+    reader: Reader
     display: Display
 
 
@@ -242,8 +242,6 @@ class ReaderPool:
         self._put_back(key, entry)
 
     def _open(self, key: tuple, path: str, tms: morecantile.TileMatrixSet) -> _PooledReader:
-        from rio_tiler.io import Reader
-
         reader = Reader(path, tms=tms)
         display = self._displays.get(key)
         if display is None:
@@ -282,8 +280,6 @@ READERS = ReaderPool()
 
 
 def raster_png(settings: Settings, job: TileJob) -> bytes:
-    from rio_tiler.errors import TileOutsideBounds
-
     path = raster_store(settings).path(job.dataset.location)
     with READERS.reader(path, job.tms) as pooled:
         try:
@@ -299,8 +295,6 @@ def raster_png(settings: Settings, job: TileJob) -> bytes:
 # -- vector tiles ------------------------------------------------------------------------------
 
 def vector_png(settings: Settings, job: TileJob) -> bytes:
-    from cartotheca.ows import render
-
     matrix = job.tms.matrix(job.z)
     bbox = tuple(job.tms.xy_bounds(job.x, job.y, job.z))
     return render.render_image(settings, [render.LayerSpec(job.resource, job.dataset, sld=job.sld)],
@@ -310,8 +304,6 @@ def vector_png(settings: Settings, job: TileJob) -> bytes:
 def vector_tile(settings: Settings, job: TileJob) -> bytes:
     """A Mapbox vector tile (one layer named after the dataset): geometries clipped to the tile
     plus a buffer and snapped to the 4096 grid, every attribute as a property."""
-    import mapbox_vector_tile
-
     left, bottom, right, top = job.tms.xy_bounds(job.x, job.y, job.z)
     pad = (right - left) * MVT_BUFFER / MVT_EXTENT
     box = (left - pad, bottom - pad, right + pad, top + pad)

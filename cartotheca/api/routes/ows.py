@@ -7,7 +7,6 @@ XML POST bodies, and hand them to ``cartotheca.ows.<service>.handle``. Handlers 
 
 from __future__ import annotations
 
-import importlib
 import logging
 
 from fastapi import APIRouter, Request
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import app_state, get_principal, get_settings
 from cartotheca.db.session import RETRY_AFTER_SECONDS, is_unavailable
 from cartotheca.errors import (
@@ -23,6 +23,7 @@ from cartotheca.errors import (
     NotAuthenticated,
     PermissionDenied,
 )
+from cartotheca.ows import wcs, wfs, wms, wmts
 from cartotheca.ows.exceptions import OWSException, report
 from cartotheca.ows.request import OWSRequest
 from cartotheca.settings import Settings
@@ -30,7 +31,9 @@ from cartotheca.settings import Settings
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 
-SERVICES = {"WMS": "wms", "WFS": "wfs", "WCS": "wcs", "WMTS": "wmts"}
+# Loaded with the routes, at start-up: a service module imported by the first requests' threads
+# at once would hand some of them a half-initialised module.
+SERVICES = {"WMS": wms, "WFS": wfs, "WCS": wcs, "WMTS": wmts}
 # Requests that name their service implicitly (clients often omit SERVICE on GetMap)
 OPERATION_SERVICE = {
     "GETMAP": "WMS", "GETFEATUREINFO": "WMS", "GETLEGENDGRAPHIC": "WMS", "GETSTYLES": "WMS",
@@ -87,8 +90,7 @@ async def _parse(request: Request, path_service: str | None):
 def _handle(ows: OWSRequest, service: str, params: dict[str, str]) -> Response:
     """The service's answer, or its exception report (runs in the thread pool)."""
     try:
-        module = importlib.import_module(f"cartotheca.ows.{SERVICES[service]}")
-        return module.handle(ows)
+        return SERVICES[service].handle(ows)
     except OWSException as exc:
         return report(exc, service, params.get("VERSION"))
     except (NotAuthenticated, AuthenticationFailed):
@@ -146,8 +148,9 @@ async def _serve(request: Request, path_service: str | None) -> Response:
 
 
 def _service_url(request: Request, settings: Settings) -> str:
-    # Capabilities advertise the public URL (SITEURL), so clients behind a proxy reach it.
-    return f"{settings.site_base}{request.url.path}"
+    # Capabilities advertise the site URL (SITEURL, else where the client or its proxy sent
+    # the request), so clients reach every operation where they reached the capabilities.
+    return f"{siteurl.base(settings)}{request.url.path}"
 
 
 @router.api_route("/ows", methods=["GET", "POST"])
