@@ -5,12 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import re
+from dataclasses import replace
+from typing import Any
 
 from sqlalchemy import insert, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
+from cartotheca import xmlsafe
 from cartotheca.db.models import ExceptionEvent, RequestEvent, Resource
+from cartotheca.errors import InvalidInput
 from cartotheca.monitoring import definitions as d
 from cartotheca.monitoring.capture import CapturedRequest
 from cartotheca.monitoring.classify import Classification, classify
@@ -18,9 +24,11 @@ from cartotheca.monitoring.configuration import ServiceSet
 from cartotheca.settings import Settings
 
 MAX_PATH = 2048
+BATCH = 1000  # request events per INSERT
 BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Chrome/", "Chrome"), ("Firefox/", "Firefox"),
             ("Version/", "Safari"))
 PRODUCT = re.compile(r"^\s*([A-Za-z][\w.+-]*)")
+log = logging.getLogger("cartotheca.monitoring")
 
 
 class Recorder:
@@ -30,26 +38,31 @@ class Recorder:
         self._key = settings.secret_key.encode()
 
     def record(self, session: Session, services: ServiceSet, captured: list[CapturedRequest]) -> int:
-        """Add the requests (and their server errors) to ``session``; returns how many."""
+        """Add the requests (and their server errors) to ``session``; returns how many.
+
+        Values PostgreSQL cannot store (NUL, lone surrogates) or XML could not carry are
+        cleaned first. A batch the database still refuses is written again row by row, each in
+        its own savepoint, so only the refused row is lost (and logged), never its batch."""
         # A client that went away before any response left nothing worth counting.
         captured = [c for c in captured if c.status or c.error]
         classified = [self._classify(c) for c in captured]
         names = self._resource_names(session, classified)
-        rows = [self._event(c, k, services, names) for c, k in zip(captured, classified, strict=True)]
+        rows = [_storable(self._event(c, k, services, names))
+                for c, k in zip(captured, classified, strict=True)]
         plain = [row for row, c in zip(rows, captured, strict=True) if not c.error]
-        for start in range(0, len(plain), 1000):
-            session.execute(insert(RequestEvent.__table__), plain[start:start + 1000])
+        written = 0
+        for start in range(0, len(plain), BATCH):
+            written += _insert_batch(session, plain[start:start + BATCH])
         for row, c in zip(rows, captured, strict=True):
             if c.error:  # rare: inserted one by one, for the id the exception refers to
-                request_id = session.execute(insert(RequestEvent).returning(RequestEvent.id), row).scalar()
-                session.add(ExceptionEvent(
-                    created=row["received"], service_id=row["service_id"], error_type=c.error[0][:255],
-                    error_message=c.error[1], error_data=c.error[2], request_id=request_id))
+                written += _insert_with_exception(session, row, c.error)
         session.flush()
-        return len(rows)
+        return written
 
     def _classify(self, c: CapturedRequest) -> Classification:
-        return classify(c.method, c.path, c.query.decode("latin-1"), c.body_prefix, self.workspace)
+        found = classify(c.method, c.path, c.query.decode("latin-1"), c.body_prefix, self.workspace)
+        # Names come percent-decoded from the request: cleaned before they are looked up.
+        return replace(found, layers=_storable(found.layers), url=_storable(found.url))
 
     def _resource_names(self, session: Session, classified: list[Classification]) -> dict:
         """Monitored (type, name, catalogue id) of every layer alternate and catalogue id named."""
@@ -120,3 +133,49 @@ def ua_family(agent: str | None) -> str:
             return family
     match = PRODUCT.match(agent)
     return match[1][:64] if match else "Other"
+
+
+def _storable(value: Any) -> Any:
+    """``value`` (a row, and the lists and mappings in it) with its text cleaned."""
+    if isinstance(value, str):
+        return xmlsafe.clean(value)
+    if isinstance(value, dict):
+        return {key: _storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    return value
+
+
+def _insert_batch(session: Session, rows: list[dict]) -> int:
+    try:
+        with session.begin_nested():
+            session.execute(insert(RequestEvent.__table__), rows)
+        return len(rows)
+    except (SQLAlchemyError, InvalidInput):
+        log.warning("a batch of %d request events was refused; writing them one by one", len(rows))
+    written = 0
+    for row in rows:
+        try:
+            with session.begin_nested():
+                session.execute(insert(RequestEvent.__table__), [row])
+            written += 1
+        except (SQLAlchemyError, InvalidInput):
+            log.warning("request event dropped (%s %s): the database refused it",
+                        row["request_method"], row["request_path"][:200], exc_info=True)
+    return written
+
+
+def _insert_with_exception(session: Session, row: dict, error: tuple[str, str, str]) -> int:
+    try:
+        with session.begin_nested():
+            request_id = session.execute(insert(RequestEvent).returning(RequestEvent.id), row).scalar()
+            session.add(ExceptionEvent(
+                created=row["received"], service_id=row["service_id"],
+                error_type=xmlsafe.clean(error[0])[:255], error_message=xmlsafe.clean(error[1]),
+                error_data=xmlsafe.clean(error[2]), request_id=request_id))
+            session.flush()
+        return 1
+    except (SQLAlchemyError, InvalidInput):
+        log.warning("request event with a server error dropped (%s %s): the database refused it",
+                    row["request_method"], row["request_path"][:200], exc_info=True)
+        return 0

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import dataclasses
 
-from cartotheca.db.models import RequestEvent
+from sqlalchemy import func, select
+
+from cartotheca.db.models import MetricValue, MonitoredResource, RequestEvent
 from cartotheca.monitoring.recording import ua_family
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
-from tests.monitoring.support import monitored  # noqa: F401  (fixture)
+from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
+from tests.monitoring.test_collector import requests_counted
 
 
 def test_user_agent_families():
@@ -42,3 +45,45 @@ def test_resources_by_id_and_users_by_tracking_id(monitored, db, settings):  # n
     assert "dora" not in events[0].user_identifier and len(events[0].user_identifier) == 64
     assert (events[0].event_type, events[3].event_type) == ("view", "OWS:WMS")
     assert events[0].response_time > 0 and events[0].response_size > 0
+
+
+def test_a_request_with_nul_in_its_parameters_costs_no_other_record(monitored, db):  # noqa: F811
+    """PostgreSQL stores no NUL (nor lone surrogates); such values are cleaned before the write,
+    and a row the database still refuses is dropped alone, not with its whole batch."""
+    app, client = monitored
+    for n in range(19):
+        client.get(f"/ows?service=WMS&request=GetMap&layers=geonode:layer{n}")
+    client.get("/ows?service=WMS&request=GetMap&layers=geonode:a%00b&styles=x%00")
+    client.get("/api/v2/resources%00x")
+    assert app.state.monitoring.collector.flush() == 21
+    events = list(db.scalars(select(RequestEvent).order_by(RequestEvent.id)))
+    assert len(events) == 21
+    assert events[19].resources == [{"type": "layer", "name": "geonode:ab", "resource_id": None}]
+    assert "\x00" not in events[20].request_path
+    collect(app)
+    assert requests_counted(db) == 21
+    layers = set(db.scalars(select(MonitoredResource.name).join(
+        MetricValue, MetricValue.resource_id == MonitoredResource.id).where(
+        MonitoredResource.type == "layer")))
+    assert layers == {f"geonode:layer{n}" for n in range(19)} | {"geonode:ab"}
+
+
+def test_a_row_the_database_refuses_is_dropped_alone(monitored, db, backend):  # noqa: F811
+    """A client address longer than its column: PostgreSQL refuses that row (SQLite, which
+    does not check lengths, keeps it); the requests captured with it are written all the same."""
+    app, client = monitored
+    for n in range(5):
+        client.get(f"/api/v2/resources?page={n + 1}")
+    buffer = app.state.monitoring.buffer
+    captured = buffer.drain()
+    assert len(captured) == 5
+    odd = dataclasses.replace(captured[2], client="x" * 100)
+    for item in [*captured[:2], odd, *captured[2:]]:
+        buffer.append(item)
+    written = app.state.monitoring.collector.flush()
+    kept = 5 if backend == "postgresql" else 6
+    assert written == kept
+    assert db.scalar(select(func.count()).select_from(RequestEvent)) == kept
+    paths = sorted(db.scalars(select(RequestEvent.request_path)))
+    pages = [f"/api/v2/resources?page={n + 1}" for n in range(5)]
+    assert paths == sorted(pages + (pages[2:3] if backend == "sqlite" else []))
