@@ -24,6 +24,10 @@ logger = logging.getLogger("uvicorn.error")
 
 # Bytes counted per header besides its name and value: ": " and CRLF.
 HEADER_OVERHEAD = 4
+# Seconds a connection is still read, the bytes dropped, after its 431: closing it with the rest
+# of the oversized request unread would make the kernel reset it, and the reset can overtake
+# the 431 on the way to the client.
+LINGER_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -70,11 +74,10 @@ class HeaderLimitExceeded(Exception):
     ``LimitedHttpToolsProtocol.send_400_response`` turns into the 431 it stands for."""
 
 
-def _plain_response(status: int, message: str, extra: list[tuple[bytes, bytes]],
-                    default_headers: list[tuple[bytes, bytes]]) -> bytes:
+def _plain_response(status: int, message: str, default_headers: list[tuple[bytes, bytes]]) -> bytes:
     body = message.encode("ascii")
     lines = [STATUS_LINE[status]]
-    for name, value in [*default_headers, *extra, (b"content-type", b"text/plain; charset=utf-8"),
+    for name, value in [*default_headers, (b"content-type", b"text/plain; charset=utf-8"),
                         (b"content-length", str(len(body)).encode("ascii")),
                         (b"connection", b"close")]:
         lines.extend([name, b": ", value, b"\r\n"])
@@ -113,6 +116,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.header_bytes = 0  # request line and headers parsed so far
         self.header_count = 0
         self.header_limit_exceeded = False
+        self.rejected = False
         self.header_timer: asyncio.TimerHandle | None = None
 
     # -- the header read timeout ---------------------------------------------------------------
@@ -147,12 +151,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             # A request was started and never finished: say so before hanging up. An idle
             # connection is closed silently, as uvicorn closes idle keep-alive connections.
             logger.warning("Request headers not received within %ss.", self.limits.header_timeout)
-            self.transport.write(_plain_response(408, "Request headers not received in time.", [],
+            self.transport.write(_plain_response(408, "Request headers not received in time.",
                                                  self.server_state.default_headers))
         self.transport.close()
 
     # -- header size and count -----------------------------------------------------------------
     def data_received(self, data: bytes) -> None:
+        if self.rejected:
+            return  # lingering after a 431
         if self.reading_headers:
             self.header_bytes_received += len(data)
         super().data_received(data)
@@ -211,6 +217,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         logger.warning("Request headers over the limit (%d bytes or %d headers).",
                        self.limits.max_header_bytes, self.limits.max_header_count)
         self._cancel_header_timer()
+        self.rejected = True
         self.transport.write(_plain_response(
-            431, "Request Header Fields Too Large", [], self.server_state.default_headers))
-        self.transport.close()
+            431, "Request Header Fields Too Large", self.server_state.default_headers))
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.loop.call_later(LINGER_SECONDS, self.transport.close)
