@@ -3,12 +3,17 @@ modules they call."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 import click
 
-from cartotheca import __version__
+from cartotheca import __version__, siteurl
+from cartotheca.catalogue import oauth
+from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.errors import CartothecaError
+from cartotheca.server import ServerLimits, uvicorn_options
 from cartotheca.settings import Settings, get_settings
 
 
@@ -26,24 +31,52 @@ def main() -> None:
 @click.option("--host", default=None, help="address to bind (CARTOTHECA_HOST, default 127.0.0.1)")
 @click.option("--port", default=None, type=int, help="port (CARTOTHECA_PORT, default 8000)")
 @click.option("--workers", default=None, type=int, help="server processes (CARTOTHECA_WORKERS)")
-def serve(host: str | None, port: int | None, workers: int | None) -> None:
+@click.option("--limit-concurrency", default=None, type=int,
+              help="connections or running requests per process before 503 (CARTOTHECA_LIMIT_CONCURRENCY)")
+@click.option("--keep-alive-timeout", default=None, type=int,
+              help="seconds an idle keep-alive connection stays open (CARTOTHECA_KEEP_ALIVE_TIMEOUT)")
+@click.option("--forwarded-allow-ips", default=None,
+              help="comma-separated proxy addresses whose X-Forwarded-* headers are believed "
+                   "(CARTOTHECA_FORWARDED_ALLOW_IPS)")
+def serve(host: str | None, port: int | None, workers: int | None, limit_concurrency: int | None,
+          keep_alive_timeout: int | None, forwarded_allow_ips: str | None) -> None:
     """Migrate the database, create the first administrator if needed, and serve."""
     import uvicorn
 
+    if forwarded_allow_ips is not None:
+        # Through the environment, so every server process's app reads it with its settings.
+        os.environ["CARTOTHECA_FORWARDED_ALLOW_IPS"] = json.dumps(
+            [item.strip() for item in forwarded_allow_ips.split(",") if item.strip()])
     settings = _settings()
     _prepare(settings)
+    limits = ServerLimits.from_settings(settings, limit_concurrency=limit_concurrency,
+                                        keep_alive_timeout=keep_alive_timeout)
+    _announce(host or settings.HOST, port or settings.PORT, settings)
     uvicorn.run(
         "cartotheca.api.app:app_factory",
         factory=True,
         host=host or settings.HOST,
         port=port or settings.PORT,
         workers=workers or settings.WORKERS,
-        proxy_headers=True,
+        # The app reads the proxy headers itself (cartotheca.api.site), from FORWARDED_ALLOW_IPS.
+        proxy_headers=False,
         log_level=os.environ.get("CARTOTHECA_LOG_LEVEL", "info"),
+        **uvicorn_options(limits),
     )
 
 
-def _prepare(settings: Settings, *, create_admin: bool = True) -> None:
+def _announce(host: str, port: int, settings: Settings) -> None:
+    """Say where the server listens and which site URL its answers carry."""
+    shown = f"[{host}]" if ":" in host else host
+    click.echo(f"Serving on http://{shown}:{port}/")
+    if siteurl.is_configured(settings):
+        click.echo(f"Advertised site URL: {settings.SITEURL} (SITEURL)")
+    else:
+        click.echo("Advertised site URL: built from each request (SITEURL is not set); "
+                   f"proxies believed: {', '.join(settings.FORWARDED_ALLOW_IPS) or 'none'}")
+
+
+def _prepare(settings: Settings, *, create_admin: bool = True, announce: bool = True) -> None:
     from cartotheca.catalogue import accounts
     from cartotheca.db.migrate import upgrade
     from cartotheca.db.session import make_engine, make_sessionmaker
@@ -59,7 +92,8 @@ def _prepare(settings: Settings, *, create_admin: bool = True) -> None:
         click.echo(f"Created administrator '{result.username}'.")
         if result.generated_password:
             click.echo(f"Its password (shown once): {result.generated_password}")
-    click.echo(f"Data directory: {settings.DATA_DIR.resolve()}")
+    if announce:
+        click.echo(f"Data directory: {settings.DATA_DIR.resolve()}")
 
 
 @main.command()
@@ -151,6 +185,83 @@ def createsuperuser(username: str | None, email: str, password: str | None, noin
             sys.exit(1)
         session.commit()
     click.echo(f"Superuser '{username}' created.")
+
+
+@main.group("oauth-application")
+def oauth_application() -> None:
+    """OAuth2 applications (clients of /o/token/): create, list, delete."""
+
+
+def _split_grants(_ctx, _param, value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+@oauth_application.command("create")
+@click.option("--name", required=True, help="what the application is called")
+@click.option("--client-type", type=click.Choice(oauth.CLIENT_TYPES), default="confidential",
+              show_default=True, help="public clients have no secret")
+@click.option("--grant", "grants", default="password", show_default=True, callback=_split_grants,
+              help=f"comma-separated grant types, among {', '.join(oauth.GRANT_TYPES)}")
+@click.option("--redirect-uri", "redirect_uris", multiple=True, help="allowed redirect URI (repeatable)")
+@click.option("--user", "username", default=None,
+              help="owner, as whom client_credentials tokens act")
+@click.option("--json", "as_json", is_flag=True, help="print {client_id, client_secret} as JSON")
+def oauth_application_create(name: str, client_type: str, grants: list[str],
+                             redirect_uris: tuple[str, ...], username: str | None,
+                             as_json: bool) -> None:
+    """Register an application; prints its client id and (confidential clients) its secret, once."""
+    def create(session):
+        owner = oauth.user_named(session, username) if username else None
+        application, secret = oauth.create_application(
+            session, name=name, user=owner, client_type=client_type, grant_types=grants,
+            redirect_uris=list(redirect_uris))
+        return application.client_id, secret
+
+    client_id, secret = _in_session(create)
+    if as_json:
+        click.echo(json.dumps({"client_id": client_id, "client_secret": secret}))
+        return
+    click.echo(f"Client id: {client_id}")
+    if secret:
+        click.echo(f"Client secret (shown once, only a hash is kept): {secret}")
+
+
+@oauth_application.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print the applications as a JSON list")
+def oauth_application_list(as_json: bool) -> None:
+    """The registered applications (their secrets are not kept in clear, so never shown)."""
+    records = _in_session(oauth.list_applications)
+    if as_json:
+        click.echo(json.dumps(records))
+        return
+    for record in records:
+        click.echo(f"{record['client_id']}\t{record['name']}\t{record['client_type']}\t"
+                   f"{','.join(record['grant_types'])}\t{record['user'] or '-'}")
+
+
+@oauth_application.command("delete")
+@click.argument("client_id")
+def oauth_application_delete(client_id: str) -> None:
+    """Remove an application and revoke every token issued through it."""
+    name = _in_session(lambda session: oauth.delete_application(session, client_id).name)
+    click.echo(f"Deleted application '{name}' ({client_id}).")
+
+
+def _in_session(work):
+    """``work(session)`` on a migrated database, committed; a refusal exits with its message."""
+    settings = _settings()
+    _prepare(settings, create_admin=False, announce=False)  # stdout carries only the answer
+    engine = make_engine(settings)
+    try:
+        with make_sessionmaker(engine)() as session:
+            result = work(session)
+            session.commit()
+            return result
+    except CartothecaError as exc:
+        click.echo(f"Error: {exc.message}", err=True)
+        sys.exit(1)
+    finally:
+        engine.dispose()
 
 
 def _management_command(command) -> click.Command:

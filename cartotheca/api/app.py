@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cartotheca import __version__, web
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
+from cartotheca.api.site import SiteMiddleware
 from cartotheca.catalogue import accounts, events
 from cartotheca.catalogue.auth import InternalGroups
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
@@ -126,6 +127,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # Outermost, so it times the whole request and sees the path as the client sent it.
         app.add_middleware(CaptureMiddleware, buffer=monitor.buffer,
                            skip_paths=settings.MONITORING_SKIP_PATHS)
+    # Outermost: the request's site URL and a trusted proxy's client address hold for
+    # everything inside, the monitoring capture included.
+    app.add_middleware(SiteMiddleware, settings=settings)
     return app
 
 

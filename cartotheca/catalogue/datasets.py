@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
+from cartotheca import siteurl
 from cartotheca.catalogue import maps
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
@@ -343,7 +344,7 @@ def maps_of(session: Session, principal: Principal, settings: Settings,
             resource: Resource) -> list[dict[str, Any]]:
     """The maps the principal may view that use ``resource``, as ``{pk, title, detail_url,
     link}`` objects (GeoNode's SimpleMapSerializer: the pk is a number here)."""
-    site = settings.site_base
+    site = siteurl.base(settings)
     return [{"pk": m.id, "title": m.title, "detail_url": f"{site}/catalogue/#/map/{m.id}",
              "link": f"{site}/api/v2/maps/{m.id}"}
             for m in maps.maps_using(session, principal, settings, resource)]

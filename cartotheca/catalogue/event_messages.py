@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cartotheca import siteurl
 from cartotheca.db.models import Notice
 from cartotheca.settings import Settings
 
@@ -17,12 +18,20 @@ RESOURCE_TEXTS = {
 }
 
 
+def site_url(settings: Settings, notice: Notice) -> str:
+    """The site URL a message links to: SITEURL when set, else the base of the request that
+    recorded the notice (work without a request records none: SITEURL's default)."""
+    if siteurl.is_configured(settings):
+        return settings.SITEURL
+    return notice.payload.get("site") or settings.SITEURL
+
+
 def resource_summary(settings: Settings, notice: Notice) -> dict[str, Any] | None:
     resource = notice.payload.get("resource")
     if resource is None:
         return None
     summary = {k: resource.get(k) for k in ("id", "uuid", "title", "resource_type")}
-    summary["detail_url"] = settings.site_base + resource["detail_path"]
+    summary["detail_url"] = site_url(settings, notice).rstrip("/") + resource["detail_path"]
     return summary
 
 
@@ -38,13 +47,13 @@ def _sentence(settings: Settings, notice: Notice) -> tuple[str, str]:
 
 def email_message(settings: Settings, notice: Notice) -> tuple[str, str]:
     """(subject, plain-text body) of the e-mail for ``notice``."""
-    site = settings.SITEURL
+    site = site_url(settings, notice)
     user = notice.payload.get("user") or {}
     if notice.kind == "account_requested":
         return (f"New account request: {user.get('username')}",
                 f"{user.get('username')} ({user.get('email') or 'no e-mail'}) asked for an account "
                 f"on {site}.\n\nThe account stays inactive until a staff member approves it by "
-                f"making it active:\n{settings.site_base}/api/v2/users/{user.get('id')}\n")
+                f"making it active:\n{site}api/v2/users/{user.get('id')}\n")
     if notice.kind == "account_approved":
         return ("Your account has been approved",
                 f"Hello {user.get('username')},\n\nyour account on {site} has been approved. "

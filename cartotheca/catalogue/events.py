@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import event, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from cartotheca import mail
+from cartotheca import mail, siteurl
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.event_messages import chat_payload, email_message
 from cartotheca.db.base import utcnow
@@ -77,6 +77,10 @@ def record(session: Session, kind: str, *, resource: Resource | None = None,
     extra = sorted(set(notify_user_ids))
     if extra:
         payload["user_ids"] = extra
+    # Messages are sent later, without the request: they link to where it was addressed.
+    site = siteurl.of_request()
+    if site is not None:
+        payload["site"] = site
     notice = Notice(kind=kind, payload=payload, created=utcnow(), expanded=False,
                     resource_id=resource.id if resource is not None else None,
                     group_id=resource.group_id if resource is not None else None,

@@ -2,8 +2,9 @@
 
 GeoNode stores these as ``Link`` rows written when a layer is published; here they are derived
 from the resource row alone each time a record is serialised, so a page of records costs no
-extra statement and the URLs follow SITEURL when it changes. Every URL is one the service
-answers itself: OWS requests go to ``{SITEURL}ows``, downloads to ``datasets/{alternate}/...``,
+extra statement and the URLs follow the site URL (``cartotheca.siteurl``: SITEURL, or the
+request's own base) when it changes. Every URL is one the service answers itself: OWS
+requests go to ``{site}ows``, downloads to ``datasets/{alternate}/...``,
 tiles to ``tiles/{alternate}/...``, map images to ``maps/{id}/image.{png,jpg,pdf}``, metadata
 to the catalogue's CSW record view.
 """
@@ -133,10 +134,26 @@ def remote_ows_url(resource: Any) -> str | None:
     return url if isinstance(url, str) and url else None
 
 
+def rebased(site: str, value: Any, stored_base: str) -> Any:
+    """``value`` (a string, or lists and dicts of them) with every URL under ``stored_base``
+    moved under ``site``. Work done without a request (execution workers) writes URLs under
+    SITEURL's value; they are addressed to the site URL of the request reading them."""
+    if isinstance(value, str):
+        if value.startswith(stored_base) and _site(site) != stored_base:
+            return _site(site) + value[len(stored_base):]
+        return value
+    if isinstance(value, list):
+        return [rebased(site, item, stored_base) for item in value]
+    if isinstance(value, dict):
+        return {key: rebased(site, item, stored_base) for key, item in value.items()}
+    return value
+
+
 def thumbnail_url(site: str, resource: Any) -> str | None:
     """The thumbnail's absolute URL. A thumbnail stored here is addressed under the current
-    SITEURL (the stored URL may predate a change of SITEURL); relative values are joined to
-    SITEURL and external ones are passed through, as GeoNode does."""
+    site URL (the stored URL may predate a change of SITEURL, or have been written without a
+    request); relative values are joined to the site URL and external ones are passed
+    through, as GeoNode does."""
     value = resource.thumbnail_url
     if not value:
         return None

@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy import event, select
 from sqlalchemy.orm import Session, selectinload
 
+from cartotheca import siteurl
 from cartotheca.catalogue import dataset_records, events
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
@@ -180,6 +181,9 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
     journal = journal or Journal(None)
     journal.undo(settings)
     workdir = workdir or staging_root(settings) / f"work-{key}"
+    # A retried import starts from a clean work folder: a killed attempt leaves its
+    # unpacked archive and linked shapefile parts behind.
+    shutil.rmtree(workdir, ignore_errors=True)
     report = progress or (lambda _step, _pct: None)
     try:
         report("validating", 10.0)
@@ -341,4 +345,4 @@ def _thumbnail(session: Session, settings: Settings, resource: Resource, item: P
         _on_rollback(session, undo)
         if on_stored is not None:
             on_stored(undo)
-    resource.thumbnail_url = f"{settings.SITEURL}thumbnails/{resource.uuid}.png"
+    resource.thumbnail_url = f"{siteurl.url(settings)}thumbnails/{resource.uuid}.png"

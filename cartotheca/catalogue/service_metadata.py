@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cartotheca import siteurl
+
 ANY_EPSG_NOTE = ("Layers are served in any EPSG coordinate reference system: give CRS (1.3.0) or "
                  "SRS (1.1.1) as EPSG:<code>, besides the ones listed.")
 
@@ -71,7 +73,7 @@ def service_metadata(settings: Any, service: str) -> ServiceMetadata:
         state_or_province=settings.OWS_CONTACT_STATE_OR_PROVINCE,
         postal_code=settings.OWS_CONTACT_POSTAL_CODE,
         country=settings.OWS_CONTACT_COUNTRY,
-        url=settings.OWS_CONTACT_URL or settings.SITEURL,
+        url=settings.OWS_CONTACT_URL or siteurl.url(settings),
     )
     return ServiceMetadata(
         title=settings.OWS_SERVICE_TITLE if settings.OWS_SERVICE_TITLE is not None else title,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from cartotheca import mail
+from cartotheca import mail, siteurl
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     MetricNotificationCheck,
@@ -175,15 +175,15 @@ def run(sessions: Callable[[], Session], settings: Settings, now: dt.datetime) -
 
 
 def subject(settings: Settings, check: NotificationCheck) -> str:
-    return f"Cartotheca monitoring on {settings.SITEURL} reports errors: {check.severity}: {check.name}"
+    return f"Cartotheca monitoring on {siteurl.url(settings)} reports errors: {check.severity}: {check.name}"
 
 
 def body(settings: Settings, result: CheckResult, now: dt.datetime) -> str:
-    lines = [f"Monitoring of {settings.SITEURL} found problems at {now:%Y-%m-%d %H:%M:%S} UTC.", "",
+    lines = [f"Monitoring of {siteurl.url(settings)} found problems at {now:%Y-%m-%d %H:%M:%S} UTC.", "",
              f"Check: {result.check.name} ({result.check.severity})", result.check.description, ""]
     for p in result.problems:
         lines += [f"- {p.name}: {p.description}", f"  {p.message}",
                   f"  offending value: {p.offending_value}, threshold: {p.threshold_value}"]
-    lines += ["", f"Configure this check: {settings.site_base}/monitoring/api/notifications/config/"
+    lines += ["", f"Configure this check: {siteurl.base(settings)}/monitoring/api/notifications/config/"
                   f"{result.check.id}/"]
     return "\n".join(lines) + "\n"

@@ -9,6 +9,7 @@ KML). Type names are advertised as ``workspace:name``; bare names resolve too.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import urllib.parse
 from collections import defaultdict
@@ -22,7 +23,7 @@ from pyproj import CRS
 from sqlalchemy import select
 from starlette.responses import Response, StreamingResponse
 
-from cartotheca import xmlsafe
+from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, split_alternate, visible_datasets
 from cartotheca.db.models import DatasetAttribute, Keyword
@@ -37,6 +38,9 @@ from cartotheca.ows.wfs_capabilities import capabilities_document, describe_feat
 
 VERSIONS = ("2.0.0", "1.1.0", "1.0.0")
 GENERIC_NAMESPACE = "http://www.geonode.org/"
+# The largest COUNT/STARTINDEX accepted: past any layer's size, well inside the LIMIT/OFFSET
+# integers of PostgreSQL and SQLite.
+MAX_INDEX = 2**31 - 1
 
 
 def handle(req: OWSRequest) -> Response:
@@ -144,7 +148,7 @@ def namespace_uri(req: OWSRequest, workspace: str) -> str:
     """The XML namespace of a workspace (GeoNode's own for its default workspace)."""
     if workspace == req.settings.DEFAULT_WORKSPACE:
         return GENERIC_NAMESPACE
-    return f"{req.settings.site_base}/workspaces/{workspace}"
+    return f"{siteurl.base(req.settings)}/workspaces/{workspace}"
 
 
 def is_vector(dataset: Any) -> bool:
@@ -295,14 +299,17 @@ class GetFeature:
 
 
 def _int_param(value: str | None, name: str) -> int | None:
+    """COUNT, MAXFEATURES or STARTINDEX; a value past MAX_INDEX would overflow the database's
+    LIMIT/OFFSET integer halfway through a streamed answer, so it is refused up front."""
     if value in (None, ""):
         return None
     try:
         number = int(float(value))
-    except ValueError:
+    except (ValueError, OverflowError):  # "nan", "inf", "1e400"
         raise OWSException("InvalidParameterValue", f"{name} must be an integer", locator=name) from None
-    if number < 0:
-        raise OWSException("InvalidParameterValue", f"{name} must not be negative", locator=name)
+    if not 0 <= number <= MAX_INDEX:
+        raise OWSException("InvalidParameterValue", f"{name} must be between 0 and {MAX_INDEX}",
+                           locator=name)
     return number
 
 
@@ -420,6 +427,8 @@ def _bbox_selection(text: str, info: FeatureTypeInfo, layer: filters.FilterLayer
         a, b, c, d = (float(p) for p in parts[:4])
     except ValueError:
         raise OWSException("InvalidParameterValue", "BBOX values must be numbers", locator="bbox") from None
+    if not all(math.isfinite(v) for v in (a, b, c, d)):  # GEOS fails on NaN and infinities
+        raise OWSException("InvalidParameterValue", "BBOX values must be finite numbers", locator="bbox")
     srs = _srs(parts[4], "bbox") if len(parts) == 5 else default_srs(info, version)
     if srs.swap:
         a, b, c, d = b, a, d, c

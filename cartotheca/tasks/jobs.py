@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from cartotheca import siteurl
 from cartotheca.catalogue import events, permission_specs, publishing, resource_files, uploads
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
@@ -15,6 +17,7 @@ from cartotheca.db.models import Resource, Upload, User
 from cartotheca.errors import CartothecaError, InvalidInput, NotFound
 from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.management.jobs import run_job as management_command
+from cartotheca.settings import Settings
 from cartotheca.tasks.engine import Job, JobContext
 
 
@@ -41,7 +44,7 @@ def _actor(ctx: JobContext) -> User | None:
 
 
 def _summary(ctx: JobContext, resource: Resource) -> dict[str, Any]:
-    site = ctx.settings.site_base
+    site = siteurl.base(ctx.settings)
     return {
         "output": {"uuid": resource.uuid},
         "resources": [{"id": resource.id,
@@ -155,6 +158,15 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
     return _upload_summary(ctx, resources)
 
 
+def abandon_import(session: Session, settings: Settings, params: dict[str, Any], reason: str) -> None:
+    """The recovery gave an import up for good: undo what its journal says was stored, remove
+    the staged files and, in the recovery's transaction, make the upload INVALID."""
+    staging = uploads.staging_dir(settings, params["staging"])
+    publishing.Journal(staging / publishing.JOURNAL_NAME).undo(settings)
+    uploads.remove_staged(staging)
+    uploads.mark_abandoned(session, params["upload_id"], reason)
+
+
 def _upload_options(options: dict[str, Any], files: dict[str, Any]) -> IngestOptions:
     """The form's options; the SLD and ISO XML are read from their staged files."""
     values = dict(options)
@@ -165,7 +177,7 @@ def _upload_options(options: dict[str, Any], files: dict[str, Any]) -> IngestOpt
 
 
 def _upload_summary(ctx: JobContext, resources: list[Resource]) -> dict[str, Any]:
-    site = ctx.settings.site_base
+    site = siteurl.base(ctx.settings)
     return {
         "resources": [{"id": r.id, "detail_url": f"/catalogue/#/dataset/{r.id}"} for r in resources],
         "detail_url": [f"{site}/catalogue/#/dataset/{r.id}" for r in resources],
@@ -226,3 +238,6 @@ JOBS: dict[str, Job] = {
     "harvester_refresh": harvester_refresh,
     "harvester_harvest": harvester_harvest,
 }
+
+# What the recovery records when it gives an execution of these jobs up for good.
+ABANDONED = {"import_upload": abandon_import}

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
+from cartotheca import siteurl
 from cartotheca.api.deps import SettingsDep
 from cartotheca.settings import Settings
 from cartotheca.web import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
@@ -47,10 +47,10 @@ def asset_manifest() -> dict[str, Any]:
 def base_path(request: Request, settings: Settings) -> str:
     """The path the site is served under, without the trailing slash ("" at the root).
 
-    A reverse proxy that strips a prefix tells it through the ASGI root path; otherwise the
-    path of SITEURL (the same base the API's own URLs are built from).
+    A reverse proxy that strips a prefix tells it through the ASGI root path (or, trusted,
+    ``X-Forwarded-Prefix``); otherwise the path of the site URL the API's own URLs are built from.
     """
-    root = request.scope.get("root_path") or urlsplit(settings.SITEURL).path
+    root = request.scope.get("root_path") or siteurl.path(settings)
     return root.rstrip("/")
 
 

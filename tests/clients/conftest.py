@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,19 +90,21 @@ def _settings_env(settings) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iterator[LiveServer]:
-    """``cartotheca serve`` on a free port; depends on ``base_app`` so the schema exists first."""
+@contextmanager
+def serving(make_settings, log: Path, **overrides) -> Iterator[LiveServer]:
+    """``cartotheca serve`` on a free port with the test settings plus ``overrides``."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("live-log") / "server.log"
     server = LiveServer(url=f"http://127.0.0.1:{port}/", log=log)
     # The same settings as the in-process app (database, data directory, datastore, admin,
-    # hashing cost ...) except where the server lives, so datasets published by fixtures in
-    # this process are served by the live server too.
-    settings = make_settings(SITEURL=server.url)
-    assert settings.DATABASE_URL == database_url and settings.ADMIN_PASSWORD == ADMIN_PASSWORD
+    # hashing cost ...), so datasets published by fixtures in this process are served by the
+    # live server too; but no SITEURL unless ``overrides`` has one, as an operator runs
+    # ``cartotheca serve --port P``: every URL the clients follow is built from their requests.
+    settings = make_settings(**overrides)
+    assert settings.ADMIN_PASSWORD == ADMIN_PASSWORD
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
     env.update(_settings_env(settings), CARTOTHECA_LOG_LEVEL="warning")
+    if "SITEURL" not in overrides:
+        del env["CARTOTHECA_SITEURL"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
@@ -113,6 +116,13 @@ def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iter
         yield server
     finally:
         _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def live_server(base_app, make_settings, database_url, tmp_path_factory) -> Iterator[LiveServer]:
+    """``cartotheca serve`` on a free port; depends on ``base_app`` so the schema exists first."""
+    with serving(make_settings, tmp_path_factory.mktemp("live-log") / "server.log") as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -58,8 +59,8 @@ router.post("/o/userinfo", tags=["auth"], summary="OIDC claims of the authentica
 def login(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
     user, key, web = accounts.login(db, settings, body)
     db.commit()
-    response = JSON({"user": user_record(user, None, settings.site_base, show_perms=True)})
-    secure = settings.SITEURL.startswith("https://")
+    response = JSON({"user": user_record(user, None, siteurl.base(settings), show_perms=True)})
+    secure = siteurl.url(settings).startswith("https://")
     age = settings.SESSION_COOKIE_AGE
     response.set_cookie(SESSION_COOKIE, key, max_age=age, httponly=True, samesite="lax",
                         secure=secure, path="/")
@@ -84,5 +85,5 @@ def logout(request: Request, db: DbDep, principal: PrincipalDep) -> JSON:
 def signup(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
     user = accounts.signup(db, settings, body)
     db.commit()
-    record = user_record(user, None, settings.site_base, show_perms=True)
+    record = user_record(user, None, siteurl.base(settings), show_perms=True)
     return JSON({"user": record, "pending_approval": not user.is_active}, status_code=201)

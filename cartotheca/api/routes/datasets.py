@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from starlette.responses import HTMLResponse
 
-from cartotheca import xmlsafe
+from cartotheca import siteurl, xmlsafe
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep
 from cartotheca.api.multipart import TooLarge, stage_multipart
 from cartotheca.api.responses import JSON
@@ -144,7 +144,7 @@ async def _read_file(request: Request, settings, name: str, limit: int) -> bytes
 def dataset_embed(alternate: str, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> HTMLResponse:
     """GeoNode's ``embed_url``: a page showing the dataset's map (a WMS image over its extent)."""
     resource, _dataset_row = catalogue_datasets.get_dataset(db, principal, settings, alternate)
-    image = links.wms_getmap_url(settings.SITEURL, resource, "image/png")
+    image = links.wms_getmap_url(siteurl.url(settings), resource, "image/png")
     title = _escape(resource.title)
     page = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
             "<style>body{margin:0}img{max-width:100%;height:auto;display:block}</style></head>"

@@ -8,6 +8,7 @@ import yaml
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import SettingsDep
 from cartotheca.api.responses import JSON
 
@@ -31,8 +32,8 @@ def registered_collections(request: Request) -> list[str]:
 
 
 @router.get("/api/v2", summary="The API's collections")
-def api_root(request: Request) -> JSON:
-    base = str(request.base_url).rstrip("/")
+def api_root(request: Request, settings: SettingsDep) -> JSON:
+    base = siteurl.base(settings)
     return JSON({name: f"{base}/api/v2/{name}" for name in registered_collections(request)})
 
 

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, list_context
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.facets import facet_detail, facet_list
@@ -47,7 +48,7 @@ def list_facets(
 ) -> JSON:
     found = facets.list_facets(list_context(request, db, principal),
                                include_topics=flag(request, "include_topics"))
-    return JSON(facet_list(request, settings.site_base, found, add_links=flag(request, "add_links"),
+    return JSON(facet_list(request, siteurl.base(settings), found, add_links=flag(request, "add_links"),
                            include_config=flag(request, "include_config")))
 
 
@@ -56,6 +57,6 @@ def list_facets(
 def get_facet(request: Request, facet: Annotated[str, Path(description="facet name")],
               db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     found, page, tq = facets.get_facet(list_context(request, db, principal), facet)
-    return JSON(facet_detail(request, settings.site_base, found, page, tq,
+    return JSON(facet_detail(request, siteurl.base(settings), found, page, tq,
                              add_links=flag(request, "add_links"),
                              include_config=flag(request, "include_config")))

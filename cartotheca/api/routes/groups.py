@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, StaffDep, list_context, read_body
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.routes.resources import resource_list_response
@@ -23,13 +24,13 @@ router = APIRouter(prefix="/api/v2/groups", tags=["groups"])
 
 
 def _one(profile, settings, status: int = 200) -> JSON:
-    return JSON({"group_profile": group_record(profile, settings.site_base)}, status_code=status)
+    return JSON({"group_profile": group_record(profile, siteurl.base(settings))}, status_code=status)
 
 
 @router.get("", summary="Group profiles visible to the requester")
 def list_groups(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     listing = catalogue.list_groups(list_context(request, db, principal))
-    items = [group_record(p, settings.site_base) for p in listing.rows]
+    items = [group_record(p, siteurl.base(settings)) for p in listing.rows]
     return JSON(envelope(request, "group_profiles", items, total=listing.total,
                          page=listing.page, page_size=listing.page_size))
 
@@ -85,7 +86,7 @@ def delete(group_id: GroupId, db: DbDep, principal: PrincipalDep):
 def _users(group_id: str, db, principal, settings, *, managers_only: bool) -> JSON:
     profile = catalogue.get_group(db, principal, group_id)
     users = catalogue.group_users(db, principal, profile, managers_only=managers_only)
-    return JSON([user_record(u, principal, settings.site_base) for u in users])
+    return JSON([user_record(u, principal, siteurl.base(settings)) for u in users])
 
 
 @router.get("/{group_id}/members", summary="Members and managers (bare array)")

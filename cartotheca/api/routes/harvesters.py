@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import (
     DbDep,
     PrincipalDep,
@@ -53,7 +54,7 @@ def _start(request: Request, db, harvester, action: str | None, user_id: int | N
 @router.get("/api/v2/harvesters", summary="Harvesters")
 def list_harvesters(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     rows, total, page, size = domain.list_harvesters(list_context(request, db, principal))
-    items = [wire.harvester_record(h, settings.site_base) for h in rows]
+    items = [wire.harvester_record(h, siteurl.base(settings)) for h in rows]
     return JSON(envelope(request, wire.PLURAL, items, total=total, page=page, page_size=size))
 
 
@@ -62,14 +63,14 @@ def create_harvester(request: Request, db: DbDep, principal: SuperuserDep, setti
                      body=Depends(read_body)) -> JSON:
     harvester, action = domain.save_harvester(db, settings, principal, body)
     _start(request, db, harvester, action, principal.id)
-    return JSON({wire.SINGULAR: wire.harvester_record(harvester, settings.site_base, detail=True)},
+    return JSON({wire.SINGULAR: wire.harvester_record(harvester, siteurl.base(settings), detail=True)},
                 status_code=201)
 
 
 @router.get("/api/v2/harvesters/{harvester_id}", summary="One harvester (superuser)")
 def get_harvester(harvester_id: str, db: DbDep, _: SuperuserDep, settings: SettingsDep) -> JSON:
     harvester = domain.get_harvester(db, harvester_id)
-    return JSON({wire.SINGULAR: wire.harvester_record(harvester, settings.site_base, detail=True)})
+    return JSON({wire.SINGULAR: wire.harvester_record(harvester, siteurl.base(settings), detail=True)})
 
 
 @router.put("/api/v2/harvesters/{harvester_id}", summary="Replace a harvester (superuser)")
@@ -81,7 +82,7 @@ def update_harvester(request: Request, harvester_id: str, db: DbDep, principal: 
     harvester, action = domain.save_harvester(db, settings, principal, body, harvester,
                                               partial=request.method == "PATCH")
     _start(request, db, harvester, action, principal.id)
-    return JSON({wire.SINGULAR: wire.harvester_record(harvester, settings.site_base, detail=True)})
+    return JSON({wire.SINGULAR: wire.harvester_record(harvester, siteurl.base(settings), detail=True)})
 
 
 @router.delete("/api/v2/harvesters/{harvester_id}", summary="Delete a harvester (superuser)")

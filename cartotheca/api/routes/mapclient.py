@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, SettingsDep, UserDep, list_context, read_body
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
@@ -85,7 +86,7 @@ def delete_resource(resource_id: IdPath, db: DbDep, principal: UserDep):
 @router.get("/users", summary="Users (administrators see all, others only themselves)")
 def list_users(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
     listing = accounts.list_users(list_context(request, db, principal))
-    items = [user_record(u, settings.site_base) for u in listing.rows]
+    items = [user_record(u, siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "users", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
 
@@ -94,19 +95,19 @@ def list_users(request: Request, db: DbDep, principal: UserDep, settings: Settin
 def create_user(db: DbDep, principal: UserDep, settings: SettingsDep, body: BodyDep) -> JSON:
     user = accounts.register_user(db, principal, settings, body)
     db.commit()
-    return JSON(user_record(user, settings.site_base), status_code=201)
+    return JSON(user_record(user, siteurl.base(settings)), status_code=201)
 
 
 @router.get("/users/{user_id}", summary="One user (oneself, or anyone for administrators)")
 def get_user(user_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
-    return JSON(user_record(accounts.get_user(db, principal, user_id), settings.site_base))
+    return JSON(user_record(accounts.get_user(db, principal, user_id), siteurl.base(settings)))
 
 
 def _update_user(user_id: str, db, principal, settings, body) -> JSON:
     user = accounts.get_user(db, principal, user_id)
     accounts.update_user(db, principal, settings, user, body)
     db.commit()
-    return JSON(user_record(user, settings.site_base))
+    return JSON(user_record(user, siteurl.base(settings)))
 
 
 @router.put("/users/{user_id}", summary="Update a user")

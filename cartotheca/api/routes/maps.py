@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 from starlette.responses import HTMLResponse, Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, list_context, read_body
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.routes.datasets import DatasetRoutes, _array_page
@@ -64,7 +65,7 @@ class MapRoutes(ResourceRoutes):
     related_fields: ClassVar[tuple[str, ...]] = RELATED_FIELDS + ("maplayers",)
 
     def record_context(self, settings, principal) -> MapContext:
-        return MapContext(settings.site_base, principal, self.prefix, settings)
+        return MapContext(siteurl.base(settings), principal, self.prefix, settings)
 
     def records(self, db, listing: Listing, ctx: RecordContext, *,
                 detail: bool = False) -> list[dict[str, Any]]:
@@ -124,21 +125,21 @@ class MapRoutes(ResourceRoutes):
         def maplayers(request: Request, map_id: IdPath, db: DbDep, principal: PrincipalDep,
                       settings: SettingsDep) -> JSON:
             found = views(db, principal, settings, map_id)
-            items = [map_layer_record(v, settings.site_base) for v in found]
+            items = [map_layer_record(v, siteurl.base(settings)) for v in found]
             return JSON(_array_page(request, items, ("name",), settings))
 
         @router.get(f"{base}/local_layers", summary="The map's layers of local datasets")
         def local_layers(request: Request, map_id: IdPath, db: DbDep, principal: PrincipalDep,
                          settings: SettingsDep) -> JSON:
             found = [v for v in views(db, principal, settings, map_id) if v.resource is not None]
-            items = [map_layer_record(v, settings.site_base) for v in found]
+            items = [map_layer_record(v, siteurl.base(settings)) for v in found]
             return JSON(_array_page(request, items, ("name",), settings))
 
         @router.get(f"{base}/layers", summary="The map's layers: name, opacity, visibility, layer_params")
         def layers(request: Request, map_id: IdPath, db: DbDep, principal: PrincipalDep,
                    settings: SettingsDep) -> JSON:
             found = views(db, principal, settings, map_id)
-            items = [legacy_layer_record(v, settings.site_base) for v in found]
+            items = [legacy_layer_record(v, siteurl.base(settings)) for v in found]
             return JSON(_array_page(request, items, ("name",), settings))
 
         @router.get(f"{base}/datasets", summary="The datasets the map shows (bare array)")
@@ -164,14 +165,14 @@ def _layers_answer(db, principal, settings, ids: list[int], *, key: str, many: b
                    status: int = 200) -> JSON:
     found = {v.layer.id: v for v in maps.layer_views(db, principal, [
         maps.get_layer(db, principal, settings, i).layer for i in ids])}
-    items = [layer_record(found[i], settings.site_base) for i in ids]
+    items = [layer_record(found[i], siteurl.base(settings)) for i in ids]
     return JSON({key: items} if many else {key: items[0]}, status_code=status)
 
 
 @router.get("/api/v2/layers", tags=["layers"], summary="Map layers of the maps the requester may view")
 def list_layers(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     listing = maps.list_layers(list_context(request, db, principal))
-    items = [layer_record(v, settings.site_base) for v in listing.rows]
+    items = [layer_record(v, siteurl.base(settings)) for v in listing.rows]
     return JSON(envelope(request, "layers", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
 
@@ -209,7 +210,7 @@ def delete_many_layers(db: DbDep, principal: UserDep, settings: SettingsDep, bod
 @router.get("/api/v2/layers/{layer_id}", tags=["layers"], summary="One map layer")
 def layer_detail(layer_id: LayerIdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     view = maps.get_layer(db, principal, settings, layer_id)
-    return JSON({"layer": layer_record(view, settings.site_base)})
+    return JSON({"layer": layer_record(view, siteurl.base(settings))})
 
 
 def _change(layer_id: str, db, principal, settings, body) -> JSON:
@@ -246,7 +247,7 @@ def layer_related(layer_id: LayerIdPath, field_name: str, db: DbDep, principal: 
                   settings: SettingsDep) -> JSON:
     if field_name not in LAYER_RELATED:
         raise InvalidInput(f"Invalid field name: {field_name}")
-    record = layer_record(maps.get_layer(db, principal, settings, layer_id), settings.site_base)
+    record = layer_record(maps.get_layer(db, principal, settings, layer_id), siteurl.base(settings))
     return JSON({field_name: record[field_name]})
 
 
@@ -271,7 +272,7 @@ def map_embed(map_id: IdPath, db: DbDep, principal: PrincipalDep, settings: Sett
     resource = catalogue.get_resource(db, principal, settings, map_id, resource_type=("map",),
                                       load=False).rows[0]
     title = html.escape(resource.title or "", quote=True)
-    image = html.escape(f"{settings.SITEURL}maps/{resource.id}/image.png", quote=True)
+    image = html.escape(f"{siteurl.url(settings)}maps/{resource.id}/image.png", quote=True)
     return HTMLResponse(f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
                         "<style>body{margin:0}img{max-width:100%;height:auto;display:block}</style>"
                         f"</head><body><img src=\"{image}\" alt=\"{title}\"></body></html>")

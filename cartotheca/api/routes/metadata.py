@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep
 from cartotheca.catalogue import metadata_formats
 from cartotheca.catalogue import resources as catalogue
@@ -27,4 +28,4 @@ def metadata_xsl() -> Response:
 @router.get("/showmetadata/xsl/{resource_id}")
 def iso_with_xsl(resource_id: str, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
     resource = catalogue.get_resource(db, principal, settings, resource_id).rows[0]
-    return Response(metadata_formats.iso_with_xsl(resource, settings.site_base), media_type=XML)
+    return Response(metadata_formats.iso_with_xsl(resource, siteurl.base(settings)), media_type=XML)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, list_context, list_query_params
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.common import envelope
@@ -31,14 +32,14 @@ def register(router: APIRouter, collection: ReferenceCollection) -> None:
                 dependencies=[Depends(documented)])
     def list_items(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
         page = reference.list_reference(list_context(request, db, principal), collection)
-        items = reference_records(name, page, settings.site_base)
+        items = reference_records(name, page, siteurl.base(settings))
         return JSON(envelope(request, name, items, total=page.total, page=page.page,
                              page_size=page.page_size))
 
     @router.get(f"/api/v2/{name}/{{item_id}}", summary=f"One of {name}", tags=[name])
     def detail(item_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
         page = reference.get_reference(db, principal, settings, collection, item_id)
-        return JSON({name: reference_records(name, page, settings.site_base)[0]})
+        return JSON({name: reference_records(name, page, siteurl.base(settings))[0]})
 
 
 router = APIRouter()

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, read_body
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.resource_extras import linked_body
@@ -52,7 +53,7 @@ def register(collection: str, types: Sequence[str] | None) -> None:
                    settings: SettingsDep) -> JSON:
         resource = load(db, principal, settings, resource_id)
         found = linked_resources.linked(db, principal, settings, resource, _params(request))
-        return JSON(linked_body(found, settings.site_base))
+        return JSON(linked_body(found, siteurl.base(settings)))
 
     def change(resource_id, db, principal, settings, body, remove: bool) -> JSON:
         resource = load(db, principal, settings, resource_id)

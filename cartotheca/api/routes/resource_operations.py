@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Depends, Path, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_state, read_body
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.executions import start_object
@@ -49,7 +50,7 @@ def _start(request: Request, db, principal, *, func_name: str, action: str,
     )
     db.commit()
     state.tasks.dispatch(execution.exec_id)
-    return JSON(start_object(state.settings.site_base, execution))
+    return JSON(start_object(siteurl.base(state.settings), execution))
 
 
 def _json_value(body: Mapping[str, Any], key: str, default: Any = None) -> Any:
@@ -71,7 +72,7 @@ def get_permissions(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
                     settings: SettingsDep) -> JSON:
     resource = _load(db, principal, settings, resource_id, perms.CHANGE_PERMISSIONS)
     users, groups = permission_specs.describe(db, settings, resource)
-    return JSON(compact_body(users, groups, settings.site_base,
+    return JSON(compact_body(users, groups, siteurl.base(settings),
                              settings.REGISTERED_MEMBERS_GROUP_NAME))
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, ClassVar
 from fastapi import APIRouter, Depends, Path, Query, Request
 from sqlalchemy import update
 
+from cartotheca import siteurl
 from cartotheca.api.deps import (
     DbDep,
     PrincipalDep,
@@ -112,7 +113,7 @@ class ResourceRoutes:
                              page=listing.page, page_size=listing.page_size, has_next=listing.has_next))
 
     def record_context(self, settings, principal) -> RecordContext:
-        return RecordContext(settings.site_base, principal, self.prefix)
+        return RecordContext(siteurl.base(settings), principal, self.prefix)
 
     def one(self, db, listing: Listing, ctx: RecordContext, status: int = 200) -> JSON:
         return JSON({self.singular: self.records(db, listing, ctx, detail=True)[0]}, status_code=status)
@@ -319,7 +320,7 @@ class ResourceRoutes:
 def resource_list_response(request: Request, db, principal, settings, base: list) -> JSON:
     """A ``resources`` page restricted by ``base`` (a user's, a group's resources)."""
     listing = catalogue.list_resources(list_context(request, db, principal), base=base)
-    items = records(listing, RecordContext(settings.site_base, principal))
+    items = records(listing, RecordContext(siteurl.base(settings), principal))
     return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size, has_next=listing.has_next))
 

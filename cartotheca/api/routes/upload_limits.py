@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, StaffDep, read_body
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.common import envelope
@@ -54,7 +55,7 @@ def _not_allowed(request: Request) -> None:
 @router.get(f"/api/v2/{SIZE_PATH}", summary="Upload size limits")
 def list_size_limits(request: Request, db: DbDep, _: PrincipalDep, settings: SettingsDep) -> JSON:
     items = limits.size_limits(db, settings)
-    return JSON(_page(request, SIZE_PATH, items, lambda x: size_limit_record(x, settings.site_base),
+    return JSON(_page(request, SIZE_PATH, items, lambda x: size_limit_record(x, siteurl.base(settings)),
                       settings))
 
 
@@ -62,14 +63,14 @@ def list_size_limits(request: Request, db: DbDep, _: PrincipalDep, settings: Set
 def save_size_limit(db: DbDep, _: StaffDep, settings: SettingsDep, body=Depends(read_body)) -> JSON:
     limit, created = limits.save_size_limit(db, settings, body)
     db.commit()
-    return JSON({"upload-size-limit": size_limit_record(limit, settings.site_base)},
+    return JSON({"upload-size-limit": size_limit_record(limit, siteurl.base(settings))},
                 status_code=201 if created else 200)
 
 
 @router.get(f"/api/v2/{SIZE_PATH}/{{slug}}", summary="One upload size limit")
 def get_size_limit(slug: str, db: DbDep, _: PrincipalDep, settings: SettingsDep) -> JSON:
     limit = limits.get_size_limit(db, settings, slug)
-    return JSON({"upload-size-limit": size_limit_record(limit, settings.site_base)})
+    return JSON({"upload-size-limit": size_limit_record(limit, siteurl.base(settings))})
 
 
 router.add_api_route(f"/api/v2/{SIZE_PATH}", _not_allowed, methods=NOT_OFFERED, include_in_schema=False)
@@ -84,21 +85,21 @@ router.add_api_route(f"/api/v2/{SIZE_PATH}/{{slug}}", _not_allowed, methods=["PO
 def list_parallelism_limits(request: Request, db: DbDep, _: PrincipalDep, settings: SettingsDep) -> JSON:
     items = limits.parallelism_limits(db)
     return JSON(_page(request, PARALLELISM_PATH, items,
-                      lambda x: parallelism_limit_record(x, settings.site_base), settings))
+                      lambda x: parallelism_limit_record(x, siteurl.base(settings)), settings))
 
 
 @router.post(f"/api/v2/{PARALLELISM_PATH}", summary="Create or change a parallelism limit (staff)")
 def save_parallelism_limit(db: DbDep, _: StaffDep, settings: SettingsDep, body=Depends(read_body)) -> JSON:
     limit, created = limits.save_parallelism_limit(db, body)
     db.commit()
-    return JSON({"upload-parallelism-limit": parallelism_limit_record(limit, settings.site_base)},
+    return JSON({"upload-parallelism-limit": parallelism_limit_record(limit, siteurl.base(settings))},
                 status_code=201 if created else 200)
 
 
 @router.get(f"/api/v2/{PARALLELISM_PATH}/{{slug}}", summary="One upload parallelism limit")
 def get_parallelism_limit(slug: str, db: DbDep, _: PrincipalDep, settings: SettingsDep) -> JSON:
     limit = limits.get_parallelism_limit(db, slug)
-    return JSON({"upload-parallelism-limit": parallelism_limit_record(limit, settings.site_base)})
+    return JSON({"upload-parallelism-limit": parallelism_limit_record(limit, siteurl.base(settings))})
 
 
 router.add_api_route(f"/api/v2/{PARALLELISM_PATH}", _not_allowed, methods=NOT_OFFERED,

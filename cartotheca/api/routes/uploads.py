@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
+from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_state, list_context, read_body
 from cartotheca.api.errors import error_response
 from cartotheca.api.multipart import StagedForm, TooLarge, check_declared_size, drain, stage_multipart
@@ -92,7 +93,7 @@ def _start(request: Request, db, principal, settings, form: StagedForm, token: s
     upload_limits.release_upload_slot(db, slot)
     db.commit()
     tasks.dispatch(execution.exec_id)
-    return start_object(settings.site_base, execution)
+    return start_object(siteurl.base(settings), execution)
 
 
 def _start_resource_file(request: Request, db, principal, settings, form: StagedForm, files,
@@ -110,13 +111,13 @@ def _start_resource_file(request: Request, db, principal, settings, form: Staged
     upload_limits.release_upload_slot(db, slot)
     db.commit()
     tasks.dispatch(execution.exec_id)
-    return start_object(settings.site_base, execution)
+    return start_object(siteurl.base(settings), execution)
 
 
 @router.get("/api/v2/uploads", summary="Uploads and the state of their import")
 def list_uploads(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
     listing = uploads.list_uploads(list_context(request, db, principal))
-    items = [upload_record(u, e, settings.site_base) for u, e in listing.rows]
+    items = [upload_record(u, e, siteurl.base(settings)) for u, e in listing.rows]
     return JSON(envelope(request, "uploads", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
 
@@ -124,14 +125,14 @@ def list_uploads(request: Request, db: DbDep, principal: UserDep, settings: Sett
 @router.get("/api/v2/uploads/{upload_id}", summary="One upload record")
 def get_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
-    return JSON({"upload": upload_record(upload, execution, settings.site_base)})
+    return JSON({"upload": upload_record(upload, execution, siteurl.base(settings))})
 
 
 @router.patch("/api/v2/uploads/{upload_id}", summary="Upload records are read-only; unchanged fields pass")
 def patch_upload(upload_id: str, db: DbDep, principal: UserDep, settings: SettingsDep,
                  body=Depends(read_body)) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
-    record = upload_record(upload, execution, settings.site_base)
+    record = upload_record(upload, execution, siteurl.base(settings))
     uploads.check_update(record, body)
     return JSON({"upload": record})
 
@@ -154,7 +155,7 @@ def delete_upload(upload_id: str, db: DbDep, principal: UserDep, settings: Setti
 def upload_field(upload_id: str, field_name: str, db: DbDep, principal: UserDep,
                  settings: SettingsDep) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
-    record = upload_record(upload, execution, settings.site_base)
+    record = upload_record(upload, execution, siteurl.base(settings))
     if field_name not in record:
         raise NotFound(f"Unknown field {field_name}")
     return JSON({field_name: record[field_name]})
@@ -167,7 +168,7 @@ FinalId = Annotated[str, Query(alias="id", description="the upload's import_id")
 def upload_final(db: DbDep, principal: PrincipalDep, settings: SettingsDep, upload_id: FinalId) -> JSON:
     upload, execution = uploads.get_upload(db, principal, upload_id)
     resource = db.get(Resource, upload.resource_id) if upload.resource_id else None
-    return JSON(final_step(upload, execution, resource, settings.site_base))
+    return JSON(final_step(upload, execution, resource, siteurl.base(settings)))
 
 
 @router.get("/upload/final", summary="Legacy status check of an upload (as PUT)")

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 
+from cartotheca import siteurl
 from cartotheca.api.deps import (
     DbDep,
     PrincipalDep,
@@ -31,13 +32,13 @@ router = APIRouter(prefix="/api/v2", tags=["users"])
 
 
 def _one(user, principal, settings) -> JSON:
-    return JSON({"user": user_record(user, principal, settings.site_base)})
+    return JSON({"user": user_record(user, principal, siteurl.base(settings))})
 
 
 @router.get("/users", summary="Users (administrators see all, others only themselves)")
 def list_users(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     listing = accounts.list_users(list_context(request, db, principal))
-    items = [user_record(u, principal, settings.site_base) for u in listing.rows]
+    items = [user_record(u, principal, siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "users", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
 
@@ -95,7 +96,7 @@ def delete(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: Settin
 @router.get("/users/{user_id}/groups", summary="Group profiles of a user (bare array)")
 def groups(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     user = accounts.get_user(db, principal, user_id)
-    return JSON([group_record(g, settings.site_base) for g in accounts.user_groups(db, user)])
+    return JSON([group_record(g, siteurl.base(settings)) for g in accounts.user_groups(db, user)])
 
 
 @router.get("/users/{user_id}/resources", summary="Resources owned by a user")
@@ -127,7 +128,7 @@ def remove_from_group_manager(user_id: UserId, db: DbDep, principal: UserDep,
             tags=["owners"])
 def owners(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
     listing, counts = accounts.list_owners(list_context(request, db, principal))
-    items = [owner_record(u, counts.get(u.id, 0), settings.site_base) for u in listing.rows]
+    items = [owner_record(u, counts.get(u.id, 0), siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "owners", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
 
@@ -137,4 +138,4 @@ def owner(user_id: UserId, request: Request, db: DbDep, principal: PrincipalDep,
           settings: SettingsDep) -> JSON:
     user, count = accounts.get_owner(list_context(request, db, principal), user_id)
     # Meta.name is already plural in GeoNode, so the detail key is "owners" too.
-    return JSON({"owners": owner_record(user, count, settings.site_base)})
+    return JSON({"owners": owner_record(user, count, siteurl.base(settings))})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from starlette.datastructures import URL
 from starlette.requests import Request
+
+from cartotheca import siteurl
 
 
 def iso(value: dt.datetime | None) -> str | None:
@@ -19,15 +20,16 @@ def iso(value: dt.datetime | None) -> str | None:
 
 
 def page_link(request: Request, page: int | None) -> str | None:
-    """The same request URL with ``page`` replaced; page 1 drops the parameter (DRF)."""
+    """The same request URL with ``page`` replaced; page 1 drops the parameter (DRF). Under
+    the site URL, as every other link (the request's own when SITEURL is not set)."""
     if page is None:
         return None
-    url: URL = request.url
+    site = siteurl.base(request.app.state.cartotheca.settings)
     items = [(k, v) for k, v in request.query_params.multi_items() if k != "page"]
     if page > 1:
         items.append(("page", str(page)))
     items.sort(key=lambda kv: kv[0])
-    return str(url.replace(query="")) .rstrip("?") + ("?" + _encode(items) if items else "")
+    return site + request.url.path + ("?" + _encode(items) if items else "")
 
 
 def _encode(items: list[tuple[str, str]]) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.selectable import Subquery
 
+from cartotheca import siteurl
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.csw.filters import FilterCompiler, filter_element
@@ -133,7 +134,7 @@ class CatalogueRepository:
         loaded = self.scope.session.scalars(
             select(Resource).where(Resource.id.in_(ids)).options(*LOAD_OPTIONS)).unique()
         by_id = {r.id: r for r in loaded}
-        site = self.scope.settings.SITEURL
+        site = siteurl.url(self.scope.settings)
         return [CatalogueRecord(row, by_id[row["resource_id"]], site) for row in rows
                 if row["resource_id"] in by_id]
 

@@ -1,12 +1,12 @@
 """cartotheca.catalogue.csw.service: one CSW request (KVP or XML) answered by pycsw.
 
-pycsw does the protocol (CSW 2.0.2 and 3.0.0: capabilities, DescribeRecord, GetDomain,
-GetRecords, GetRecordById, the Dublin Core, ISO, Atom, DIF, FGDC and ebRIM output schemas)
-over ``CatalogueRepository``. What pycsw would do beyond answering from the catalogue is
-refused before it runs: asynchronous answers POSTed to a client-given ``ResponseHandler`` URL,
-the OpenSearch/SRU/OAI-PMH modes, transactions and harvesting (not configured). XML bodies and
-Filter constraints are parsed by ``xmlsafe`` first, so pycsw only ever sees documents without a
-DTD.
+pycsw does the protocol (CSW 2.0.2, the default as in GeoNode, and 3.0.0: capabilities,
+DescribeRecord, GetDomain, GetRecords, GetRecordById, the Dublin Core, ISO, Atom, DIF, FGDC
+and ebRIM output schemas) over ``CatalogueRepository``. What pycsw would do beyond answering
+from the catalogue is refused before it runs: asynchronous answers POSTed to a client-given
+``ResponseHandler`` URL, the OpenSearch/SRU/OAI-PMH modes, transactions and harvesting (not
+configured). XML bodies and Filter constraints are parsed by ``xmlsafe`` first, so pycsw only
+ever sees documents without a DTD.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from lxml import etree
 from pycsw import server
 
-from cartotheca import xmlsafe
+from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue.csw.repository import RequestScope
 from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import InvalidInput
@@ -26,6 +26,7 @@ XML_TYPE = "application/xml; charset=UTF-8"
 JSON_TYPE = "application/json"
 OWS = "http://www.opengis.net/ows"
 PATH = "catalogue/csw"
+DEFAULT_VERSION = "2.0.2"  # as GeoNode's pycsw
 MAX_PAGING_VALUE = 2**31 - 1  # largest maxRecords/startPosition accepted
 
 
@@ -98,21 +99,46 @@ def _safe(data: bytes, locator: str) -> etree._Element:
         raise Refused("NoApplicableCode", exc.message, locator) from None
 
 
+def negotiated(kvp: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The version a KVP request is answered in, and the parameters pycsw is given.
+
+    GeoNode runs pycsw pinned to 2.0.2, and clients that send no version (GDAL's CSW driver)
+    then speak 2.0.2 with what the capabilities said: 3.0.0 is answered only when ``version``
+    or ``AcceptVersions`` asks for it. ``AcceptVersions`` is the client's order of preference;
+    pycsw is handed just the version chosen from it (it would refuse a list whose first entry
+    is not its own version). An empty request is a 2.0.2 GetCapabilities."""
+    if not kvp:
+        return DEFAULT_VERSION, {"service": "CSW", "request": "GetCapabilities"}
+    if kvp.get("version"):
+        return ("3.0.0" if kvp["version"].startswith("3") else DEFAULT_VERSION), kvp
+    for item in kvp.get("acceptversions", "").split(","):
+        version = item.strip()
+        if version in ("2.0.2", "3.0.0", "3.0"):
+            chosen = "3.0.0" if version.startswith("3") else "2.0.2"
+            return chosen, {**kvp, "acceptversions": chosen}
+    return DEFAULT_VERSION, kvp
+
+
 def _run(scope: RequestScope, *, kvp: dict[str, str] | None = None,
          request: bytes | None = None) -> CswResponse:
     environ = {"QUERY_STRING": "", "REQUEST_METHOD": "POST" if request else "GET"}
-    csw = server.Csw(configuration(scope), environ)
     if request is not None:
+        # An XML request names its version by its namespace (as pycsw itself tells them apart);
+        # pycsw must be built for that version, it only switches from 3.0.0 to 2.0.2 on its own.
+        version = "3.0.0" if b"cat/csw/3.0" in request else DEFAULT_VERSION
+        csw = server.Csw(configuration(scope), environ, version=version)
         csw.requesttype, csw.request = "POST", request
     else:
-        csw.requesttype, csw.kvp = "GET", kvp or {}
+        version, kvp = negotiated(kvp or {})
+        csw = server.Csw(configuration(scope), environ, version=version)
+        csw.requesttype, csw.kvp = "GET", kvp
     status, content = csw.dispatch()
     content_type = JSON_TYPE if "json" in str(getattr(csw, "contenttype", "")) else XML_TYPE
     return CswResponse(int(status.split()[0]), content_type, content)
 
 
 def service_url(scope: RequestScope) -> str:
-    return f"{scope.settings.site_base}/{PATH}"
+    return f"{siteurl.base(scope.settings)}/{PATH}"
 
 
 def configuration(scope: RequestScope) -> dict:
@@ -144,7 +170,7 @@ def configuration(scope: RequestScope) -> dict:
                 "keywords_type": "theme",
                 "fees": meta.fees,
                 "accessconstraints": meta.access_constraints,
-                "url": settings.SITEURL,
+                "url": siteurl.url(settings),
             },
             "provider": {"name": contact.organization, "url": contact.url},
             "contact": {"name": contact.name, "position": contact.position, "address": contact.address,
