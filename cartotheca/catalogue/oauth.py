@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlsplit
 
 from oauthlib.oauth2 import (
     BearerToken,
@@ -29,22 +30,26 @@ from sqlalchemy.orm import Session
 from cartotheca.catalogue import auth
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import AccessToken, Group, GroupMember, OAuthApplication, User
-from cartotheca.errors import InvalidInput
+from cartotheca.errors import InvalidInput, NotFound
 from cartotheca.settings import Settings
 
 SCOPES = ("openid", "read", "write", "groups")
 DEFAULT_SCOPES = ("openid", "read", "write")
 GRANT_TYPES = ("password", "client_credentials")
 CLIENT_TYPES = ("confidential", "public")
+NAME_MAX_LENGTH = 255
 
 
 def create_application(session: Session, *, name: str, user: User | None = None,
                        client_type: str = "confidential", grant_types: Iterable[str] = ("password",),
-                       redirect_uris: str = "") -> tuple[OAuthApplication, str | None]:
+                       redirect_uris: str | Sequence[str] = "") -> tuple[OAuthApplication, str | None]:
     """A new client; returns it with its secret in clear (shown once, stored only as a hash).
 
     ``client_credentials`` tokens act for ``user`` (the application's owner), if any.
     """
+    name = (name or "").strip()
+    if not name or len(name) > NAME_MAX_LENGTH:
+        raise InvalidInput(f"an application needs a name of 1 to {NAME_MAX_LENGTH} characters")
     kinds = list(dict.fromkeys(grant_types))
     if not kinds or any(k not in GRANT_TYPES for k in kinds):
         raise InvalidInput(f"grant types must be among {', '.join(GRANT_TYPES)}")
@@ -52,6 +57,8 @@ def create_application(session: Session, *, name: str, user: User | None = None,
         raise InvalidInput(f"client type must be one of {', '.join(CLIENT_TYPES)}")
     if client_type == "public" and "client_credentials" in kinds:
         raise InvalidInput("a public client cannot use the client_credentials grant")
+    if not isinstance(redirect_uris, str):
+        redirect_uris = " ".join(_checked_redirect_uri(uri) for uri in redirect_uris)
     secret = secrets.token_urlsafe(36) if client_type == "confidential" else None
     app = OAuthApplication(
         name=name, client_id=secrets.token_urlsafe(30), client_type=client_type,
@@ -62,6 +69,57 @@ def create_application(session: Session, *, name: str, user: User | None = None,
     session.add(app)
     session.flush()
     return app, secret
+
+
+def _checked_redirect_uri(uri: str) -> str:
+    parts = urlsplit(uri.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        raise InvalidInput(f"a redirect URI must be an absolute http(s) URL without a fragment: {uri!r}")
+    return uri.strip()
+
+
+def user_named(session: Session, username: str) -> User:
+    """The owner an application is created for (its client_credentials tokens act as them)."""
+    user = session.scalar(select(User).where(User.username == username))
+    if user is None:
+        raise NotFound(f"No user named {username!r}")
+    return user
+
+
+def list_applications(session: Session) -> list[dict[str, Any]]:
+    """Every application as shown to administrators (never its secret, which is only hashed)."""
+    rows = session.execute(select(OAuthApplication, User.username)
+                           .outerjoin(User, User.id == OAuthApplication.user_id)
+                           .order_by(OAuthApplication.id))
+    return [application_record(application, owner) for application, owner in rows]
+
+
+def application_record(application: OAuthApplication, owner: str | None) -> dict[str, Any]:
+    return {
+        "name": application.name,
+        "client_id": application.client_id,
+        "client_type": application.client_type,
+        "grant_types": application.authorization_grant_type.split(),
+        "redirect_uris": application.redirect_uris.split(),
+        "user": owner,
+        "created": application.created.isoformat() if application.created else None,
+    }
+
+
+def find_application(session: Session, client_id: str) -> OAuthApplication:
+    application = session.scalar(select(OAuthApplication).where(OAuthApplication.client_id == client_id))
+    if application is None:
+        raise NotFound(f"No OAuth2 application with client id {client_id!r}")
+    return application
+
+
+def delete_application(session: Session, client_id: str) -> OAuthApplication:
+    """Remove the application and every token issued through it."""
+    application = find_application(session, client_id)
+    session.execute(delete(AccessToken).where(AccessToken.application_id == application.id))
+    session.delete(application)
+    session.flush()
+    return application
 
 
 class Validator(RequestValidator):
@@ -100,7 +158,7 @@ class Validator(RequestValidator):
         pair = self._basic(request) or (request.client_id, request.client_secret)
         client = self._client(pair[0])
         if client is None or client.client_type != "confidential" or not pair[1]:
-            auth.check_password(_DUMMY_SECRET, pair[1] or "")  # same cost for unknown clients
+            auth.check_password(_dummy_secret(), pair[1] or "")  # same cost for unknown clients
             return False
         if not auth.check_password(client.client_secret, pair[1]):
             return False
@@ -181,7 +239,11 @@ class Validator(RequestValidator):
         ))
 
 
-_DUMMY_SECRET = auth.hash_password(secrets.token_hex(8))
+@cache
+def _dummy_secret() -> str:
+    """A hash to check unknown clients' secrets against, made on first use (hashing takes a
+    moment, which importing this module should not)."""
+    return auth.hash_password(secrets.token_hex(8))
 
 
 class TokenServer(TokenEndpoint, RevocationEndpoint):

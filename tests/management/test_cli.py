@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from sqlalchemy.orm import selectinload
 
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource
-from tests.factories import make_resource, make_user
+from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata import fixtures as fx
 
 
@@ -99,3 +100,79 @@ def test_sync_datasets(cartotheca, db, settings, tmp_path):
                         .options(selectinload(Dataset.attributes)))
     assert dataset.feature_count == fx.POINT_COUNT
     assert db.get(Resource, resource.id).ll_minx == pytest.approx(-10.0)
+
+
+# -- OAuth2 applications -----------------------------------------------------------------------
+
+def _json_output(result: subprocess.CompletedProcess):
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_oauth_application_created_by_the_cli_gives_working_bearer_tokens(cartotheca, client, db):
+    # A migrated database has no application: nothing to get a token from without a secret.
+    assert _json_output(cartotheca("oauth-application", "list", "--json")) == []
+    make_user(db, "ana", first_name="Ana", email="ana@example.org")
+    created = _json_output(cartotheca("oauth-application", "create", "--name", "cli",
+                                      "--grant", "password", "--json"))
+    assert set(created) == {"client_id", "client_secret"} and created["client_secret"]
+
+    answer = client.post("/o/token/", data={
+        "grant_type": "password", "username": "ana", "password": PASSWORD,
+        "client_id": created["client_id"], "client_secret": created["client_secret"]})
+    assert answer.status_code == 200, answer.text
+    bearer = {"Authorization": f"Bearer {answer.json()['access_token']}"}
+    users = client.get("/api/v2/users", headers=bearer)
+    assert users.status_code == 200 and [u["username"] for u in users.json()["users"]] == ["ana"]
+    claims = client.get("/o/userinfo/", headers=bearer)
+    assert claims.status_code == 200 and claims.json()["preferred_username"] == "ana"
+
+    listed = _json_output(cartotheca("oauth-application", "list", "--json"))
+    assert [(a["client_id"], a["name"], a["client_type"], a["grant_types"], a["user"])
+            for a in listed] == [(created["client_id"], "cli", "confidential", ["password"], None)]
+    assert created["client_secret"] not in json.dumps(listed)
+
+    deleted = cartotheca("oauth-application", "delete", created["client_id"])
+    assert deleted.returncode == 0 and "Deleted application 'cli'" in deleted.stdout
+    assert _json_output(cartotheca("oauth-application", "list", "--json")) == []
+    # its tokens went with it
+    assert client.get("/o/userinfo/", headers=bearer).status_code == 401
+
+
+def test_oauth_application_options_and_refusals(cartotheca, client, db):
+    make_user(db, "robot")
+    service = cartotheca("oauth-application", "create", "--name", "service", "--user", "robot",
+                         "--grant", "password,client_credentials",
+                         "--redirect-uri", "https://app.example.org/callback")
+    assert service.returncode == 0, service.stderr
+    client_id = service.stdout.split("Client id: ")[1].split()[0]
+    secret = service.stdout.split("(shown once, only a hash is kept): ")[1].split()[0]
+    token = client.post("/o/token/", data={"grant_type": "client_credentials",
+                                           "client_id": client_id, "client_secret": secret})
+    assert token.status_code == 200, token.text
+    me = client.get("/o/userinfo/", headers={"Authorization": f"Bearer {token.json()['access_token']}"})
+    assert me.json()["preferred_username"] == "robot"
+
+    public = _json_output(cartotheca("oauth-application", "create", "--name", "browser",
+                                     "--client-type", "public", "--json"))
+    assert public["client_secret"] is None
+    listed = {a["name"]: a for a in _json_output(cartotheca("oauth-application", "list", "--json"))}
+    assert listed["service"]["grant_types"] == ["password", "client_credentials"]
+    assert listed["service"]["redirect_uris"] == ["https://app.example.org/callback"]
+    assert listed["service"]["user"] == "robot" and listed["browser"]["client_type"] == "public"
+    text_list = cartotheca("oauth-application", "list")
+    assert client_id in text_list.stdout and secret not in text_list.stdout
+
+    for args, message in [
+        (("--name", " "), "an application needs a name"),
+        (("--name", "x", "--grant", "authorization_code"), "grant types must be among"),
+        (("--name", "x", "--client-type", "public", "--grant", "client_credentials"),
+         "a public client cannot use the client_credentials grant"),
+        (("--name", "x", "--user", "nobody"), "No user named 'nobody'"),
+        (("--name", "x", "--redirect-uri", "javascript:alert(1)"), "a redirect URI must be"),
+    ]:
+        refused = cartotheca("oauth-application", "create", *args)
+        assert refused.returncode == 1 and message in refused.stderr, (args, refused.stderr)
+    assert len(_json_output(cartotheca("oauth-application", "list", "--json"))) == 2  # nothing half-made
+    unknown = cartotheca("oauth-application", "delete", "no-such-client")
+    assert unknown.returncode == 1 and "No OAuth2 application" in unknown.stderr
