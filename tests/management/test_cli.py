@@ -10,11 +10,15 @@ import sys
 import uuid
 
 import pytest
+from click.testing import CliRunner
 from sqlalchemy import select, text
 from sqlalchemy.orm import selectinload
 
+from cartotheca.cli import main
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource
+from cartotheca.settings import get_settings
+from tests.clients.conftest import _settings_env
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata import fixtures as fx
 
@@ -139,7 +143,27 @@ def test_oauth_application_created_by_the_cli_gives_working_bearer_tokens(cartot
     assert client.get("/o/userinfo/", headers=bearer).status_code == 401
 
 
-def test_oauth_application_options_and_refusals(cartotheca, client, db):
+@pytest.fixture
+def cli_runner(settings):
+    """Run ``cartotheca <args>`` in this process (click's runner) over the test database, with
+    the test settings (so the password hashing cost stays the tests')."""
+    env = {name: None for name in os.environ if name.startswith("CARTOTHECA_")}
+    env.update(_settings_env(settings))
+    runner = CliRunner()
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        get_settings.cache_clear()
+        try:
+            result = runner.invoke(main, list(args), env=env)
+        finally:
+            get_settings.cache_clear()
+        return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+
+    return run
+
+
+def test_oauth_application_options_and_refusals(cli_runner, client, db):
+    cartotheca = cli_runner
     make_user(db, "robot")
     service = cartotheca("oauth-application", "create", "--name", "service", "--user", "robot",
                          "--grant", "password,client_credentials",
