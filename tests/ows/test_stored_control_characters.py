@@ -108,6 +108,9 @@ def test_csw_records_stay_readable(client, stored):
             one = parsed_xml(client.get(CSW, params={**common, "request": "GetRecordById",
                                                      "id": vector.uuid}))
             assert "keyword" in etree.tostring(one, encoding="unicode"), (version, schema)
+    domain = parsed_xml(client.get(CSW, params={"service": "CSW", "version": "2.0.2",
+                                                "request": "GetDomain", "propertyname": "dc:title"}))
+    assert "Notesbad" in etree.tostring(domain, encoding="unicode")
     iso = parsed_xml(client.get(f"/showmetadata/xsl/{vector.id}"))
     assert "Notesbad" in etree.tostring(iso, encoding="unicode")
 

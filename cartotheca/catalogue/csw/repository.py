@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.selectable import Subquery
 
-from cartotheca import siteurl
+from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.csw.filters import FilterCompiler, filter_element
@@ -173,4 +173,4 @@ def _queryables(context: Any) -> dict[str, dict[str, Any]]:
 def _text(value: Any) -> str | None:
     if isinstance(value, dt.datetime):
         return value.strftime(ISO_TIME)
-    return None if value is None else str(value)
+    return None if value is None else xmlsafe.clean(value)  # pycsw writes it into XML
