@@ -298,7 +298,8 @@ def get_feature_info(req: OWSRequest, version: str) -> Response:
     minx, miny, maxx, maxy = view.bbox
     px, py = (maxx - minx) / view.width, (maxy - miny) / view.height
     x, y = minx + (i + 0.5) * px, maxy - (j + 0.5) * py
-    area = (x - tolerance * px, y - tolerance * py, x + tolerance * px, y + tolerance * py)
+    reach = max(tolerance, 0.5)  # BUFFER=0 is the clicked pixel itself, not a box of no area
+    area = (x - reach * px, y - reach * py, x + reach * px, y + reach * py)
     results = []
     for name in names:
         resource, dataset = resolve_layer(req, name, locator="query_layers")
