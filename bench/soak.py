@@ -547,6 +547,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.url:
             parsed = urllib.parse.urlsplit(args.url)
             host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                raise SystemExit("--url must be a loopback address: this script floods what it targets")
             if args.database_url and args.resources:
                 load.load(args.database_url, args.resources, args.data_dir)
         else:
