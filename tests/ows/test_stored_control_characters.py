@@ -135,3 +135,19 @@ def test_features_and_exports_stay_readable(client, stored, backend):
     assert answer.status_code == 200, answer.text[:500]
     rows = list(csv.DictReader(io.StringIO(answer.content.decode("utf-8-sig"))))
     assert len(rows) == 2 and all("note" in row["label"] for row in rows)
+
+
+def test_exception_reports_repeating_a_control_character_stay_readable(client):
+    """Exception reports may name what the client sent; what XML cannot carry is left out."""
+    for bad in ("%00", "%01", "%1F"):
+        for url, query in (
+                ("/ows", f"service=WMS&version=1.3.0&request=GetMap&layers=geonode:a{bad}b&styles="
+                         "&crs=EPSG:4326&bbox=0,0,1,1&width=8&height=8&format=image/png"),
+                ("/ows", f"service=WFS&version=2.0.0&request=GetFeature&typeNames=geonode:a{bad}b"),
+                ("/ows", f"service=WFS&version=1.1.0&request=Get{bad}Feature"),
+                (CSW, f"service=CSW&version=2.0.2&request=GetRecordById&id=x&outputschema=a{bad}b"),
+                (CSW, f"service=CSW&version=3.0.0&request=Get{bad}Records")):
+            answer = client.get(f"{url}?{query}")
+            assert answer.status_code in (200, 400, 404, 501), (query, answer.text)
+            root = etree.fromstring(answer.content)
+            assert "Exception" in etree.QName(root).localname, (query, answer.text)

@@ -192,8 +192,9 @@ def exception_report(code: str, message: str, locator: str | None, version: str)
     ows = "http://www.opengis.net/ows/2.0" if version.startswith("3") else OWS
     root = etree.Element(f"{{{ows}}}ExceptionReport", nsmap={"ows": ows},
                          version="2.0.0" if version.startswith("3") else "1.2.0")
-    exc = etree.SubElement(root, f"{{{ows}}}Exception", exceptionCode=code)
+    # The message and locator may repeat what the client sent (a NUL or control character).
+    exc = xmlsafe.sub_element(root, f"{{{ows}}}Exception", attrs={"exceptionCode": code})
     if locator:
-        exc.set("locator", locator)
-    etree.SubElement(exc, f"{{{ows}}}ExceptionText").text = message
+        exc.set("locator", xmlsafe.clean(locator))
+    xmlsafe.sub_element(exc, f"{{{ows}}}ExceptionText", message)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
