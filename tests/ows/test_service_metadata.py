@@ -196,6 +196,14 @@ def test_advertised_crs_are_listed_with_layer_boxes_and_drawn(make_app, polygons
                             if ft.findtext("{http://www.opengis.net/wfs/2.0}Name") == points.alternate)
         other = [el.text for el in feature_type.iter("{http://www.opengis.net/wfs/2.0}OtherCRS")]
         assert other == [f"urn:ogc:def:crs:EPSG::{code}" for code in (3857, 2154, 3035)]
+        # ... and GetFeature answers in it: point i is at (-10 + 2i, 40 + i), northing first in 3035
+        features = etree.fromstring(_get(client, service="WFS", request="GetFeature", version="2.0.0",
+                                         typeNames=points.alternate, srsName=other[-1]))
+        positions = sorted(tuple(float(v) for v in pos.text.split())
+                           for pos in features.iter("{http://www.opengis.net/gml/3.2}pos"))
+        expected = sorted(laea.transform(-10 + 2 * i, 40 + i)[::-1] for i in range(10))
+        assert [v for pos in positions for v in pos] == pytest.approx([v for pos in expected for v in pos],
+                                                                      rel=1e-9)
 
         # GetMap in an advertised CRS draws the layer where it is: (5, 55) is in the red square
         x, y = laea.transform(5, 55)
