@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 
 from cartotheca.db.models import Group, Resource, User
 from cartotheca.errors import InvalidInput
+from tests.api.routes.test_resource_files import grey_sld, send_file
 from tests.api.test_bad_inputs import assert_error
 from tests.catalogue.iso_documents import gmd
 from tests.conftest import basic
@@ -96,6 +97,13 @@ def test_iso_metadata_with_a_control_character_is_refused(client, db, ana_auth, 
                         files={"metadata_file": ("metadata.xml", text.encode(), "text/xml")})
     assert_error(answer, 400, names="metadata_file")
     assert titles(db) >= {"Polygons"}
+
+
+def test_sld_with_a_control_character_is_refused(client, db, ana_auth, dataset):
+    text = grey_sld().replace("<Name>grey</Name>", "<Name>grey</Name><Title>gr&#1;ey</Title>")
+    answer = send_file(client, ana_auth, "resource_style_upload", dataset.id, text, "sld_file", "a.sld")
+    assert_error(answer, 400)
+    assert "sld" in answer.json()["errors"][0].lower(), answer.text
 
 
 @pytest.mark.parametrize("bad", ("\u0001", "\u0000"), ids=("U+0001", "NUL"))
