@@ -192,13 +192,25 @@ def sweep_abandoned(session: Session, settings: Settings) -> int:
             folder = staging_dir(settings, token)
             publishing.Journal(folder / publishing.JOURNAL_NAME).undo(settings)
             remove_staged(folder)
-        upload.state = INVALID
-        upload.complete = False
-        upload.error = upload.error or execution.log or "the import was interrupted"
-        upload.date = utcnow()
+        _record_abandoned(upload, execution.log or "the import was interrupted")
     if rows:
         session.commit()
     return len(rows)
+
+
+def mark_abandoned(session: Session, upload_id: int, reason: str) -> None:
+    """In the caller's transaction: an upload whose import was given up for good (its worker
+    lost, no attempt left) is INVALID with the reason, unless it had already ended."""
+    upload = session.get(Upload, upload_id)
+    if upload is not None and upload.state in OPEN_STATES:
+        _record_abandoned(upload, reason)
+
+
+def _record_abandoned(upload: Upload, reason: str) -> None:
+    upload.state = INVALID
+    upload.complete = False
+    upload.error = upload.error or reason
+    upload.date = utcnow()
 
 
 # -- starting an import ---------------------------------------------------------------------

@@ -108,11 +108,14 @@ def extract(path: Path, dest: Path, limits: ArchiveLimits) -> list[Path]:
 
     Sizes are counted as the data comes out of the decompressor, so an archive whose headers
     understate its members is stopped at the limit, not after filling the disk. On any
-    rejection whatever was extracted is removed.
+    rejection whatever was extracted is removed. A ``dest`` left by an interrupted attempt
+    (a killed worker whose import is retried) is removed first: members are created
+    exclusively, so a leftover file would otherwise stop the retry.
     """
     members = check(path, limits)
     compressed = path.stat().st_size
-    dest.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
     root = dest.resolve()
     written = 0
     out: list[Path] = []

@@ -63,6 +63,9 @@ class JobContext:
 
 
 Job = Callable[[JobContext], dict[str, Any]]
+# What to record when recovery gives an execution up for good (its job never ran its own failure
+# handling): gets the recovery's session, whose transaction also fails the execution.
+Abandon = Callable[[Session, Settings, dict[str, Any], str], None]
 
 
 class Backend(Protocol):
@@ -72,10 +75,12 @@ class Backend(Protocol):
 
 
 class Engine:
-    def __init__(self, settings: Settings, sessions: sessionmaker[Session], jobs: Mapping[str, Job]):
+    def __init__(self, settings: Settings, sessions: sessionmaker[Session], jobs: Mapping[str, Job],
+                 abandoned: Mapping[str, Abandon] | None = None):
         self.settings = settings
         self.sessions = sessions
         self.jobs = dict(jobs)
+        self.abandoned = dict(abandoned or {})
         self.backend: Backend | None = None
 
     # -- submitting ------------------------------------------------------------------------
@@ -174,18 +179,19 @@ class Engine:
         retried: list[str] = []
         with self.sessions() as session:
             stale = session.execute(
-                select(ExecutionRequest.exec_id, ExecutionRequest.attempts).where(
+                select(ExecutionRequest.exec_id, ExecutionRequest.attempts, ExecutionRequest.func_name,
+                       ExecutionRequest.input_params).where(
                     ExecutionRequest.status == RUNNING, ExecutionRequest.heartbeat < cutoff)
             ).all()
-            for exec_id, attempts in stale:
+            for exec_id, attempts, func_name, params in stale:
                 retry = attempts < self.settings.EXECUTION_MAX_ATTEMPTS
                 now = utcnow()
+                reason = f"worker lost during attempt {attempts}; not retried"
                 values: dict[str, Any] = (
                     {"status": READY, "log": f"worker lost during attempt {attempts}; retrying"}
                     if retry else
-                    {"status": FAILED, "finished": now, "output_params": {"errors": [
-                        f"worker lost during attempt {attempts}; not retried"]},
-                     "log": f"worker lost during attempt {attempts}; not retried"}
+                    {"status": FAILED, "finished": now, "output_params": {"errors": [reason]},
+                     "log": reason}
                 )
                 result = session.execute(
                     update(ExecutionRequest).where(
@@ -195,10 +201,22 @@ class Engine:
                 )
                 if result.rowcount and retry:
                     retried.append(exec_id)
+                elif result.rowcount and func_name in self.abandoned:
+                    self._abandon(session, exec_id, func_name, dict(params or {}), reason)
             session.commit()
         for exec_id in retried:
             self.dispatch(exec_id)
         return retried
+
+    def _abandon(self, session: Session, exec_id: str, func_name: str, params: dict[str, Any],
+                 reason: str) -> None:
+        """Record what the given-up job stood for (e.g. its upload becomes INVALID) in the same
+        transaction as its failure; if that fails, the execution is still failed."""
+        try:
+            with session.begin_nested():
+                self.abandoned[func_name](session, self.settings, params, reason)
+        except Exception:
+            log.exception("recording the end of abandoned execution %s failed", exec_id)
 
     def ready_ids(self, limit: int = 50) -> list[str]:
         with self.sessions() as session:
@@ -240,9 +258,9 @@ class Heartbeat:
 
 
 def build_engine(settings: Settings, sessions: sessionmaker[Session]) -> Engine:
-    from cartotheca.tasks.jobs import JOBS
+    from cartotheca.tasks.jobs import ABANDONED, JOBS
 
-    return Engine(settings, sessions, JOBS)
+    return Engine(settings, sessions, JOBS, ABANDONED)
 
 
 def start_backend(engine: Engine) -> Backend:

@@ -142,9 +142,9 @@ def test_server_killed_mid_ingest_publishes_once_after_restart(db, settings, spa
     assert body["status"] == "finished"
 
 
-def test_import_killed_for_good_is_cleaned_by_the_next_upload(db, settings, spawn, base_app, tmp_path):
-    """With no retry left the engine fails the import without running its cleanup; the next
-    upload sweeps it: the stored data and the staged files go, the upload becomes INVALID."""
+def test_import_killed_for_good_is_ended_by_the_recovery(db, settings, spawn, base_app, tmp_path):
+    """With no retry left the recovery fails the import and, in the same transaction, makes its
+    upload INVALID with the reason; the stored data and the staged files go at once."""
     make_user(db, "ana")
     auth = basic("ana", PASSWORD)
     port = free_port()
@@ -166,17 +166,10 @@ def test_import_killed_for_good_is_cleaned_by_the_next_upload(db, settings, spaw
     server.start(**FAST)
     wait_http(f"{base}/api/v2/")
     assert wait_status(db, exec_id, {"finished", "failed"}) == "failed"
+    db.expire_all()
+    upload = db.scalar(select(Upload).where(Upload.exec_id == exec_id))
+    assert upload.state == "INVALID" and "worker lost" in upload.error
     record = httpx.get(f"{base}/api/v2/uploads", headers=auth, timeout=30).json()["uploads"][0]
     assert record["state"] == "INVALID" and "worker lost" in record["error"]
-    assert stored_somewhere(settings, name) and staging.exists()  # nobody has cleaned yet
-
-    other = fx.write_points(tmp_path / "next", "next_one", driver="GeoJSON")
-    with other.open("rb") as handle:
-        nxt = httpx.post(f"{base}/api/v2/uploads/upload", headers=auth, timeout=30,
-                         files={"base_file": (other.name, handle)})
-    assert nxt.status_code == 200
     assert not stored_somewhere(settings, name) and not staging.exists()
-    db.expire_all()
-    assert db.scalar(select(Upload.state).where(Upload.exec_id == exec_id)) == "INVALID"
     assert db.scalar(select(func.count()).select_from(Dataset).where(Dataset.name == "doomed")) == 0
-    wait_status(db, nxt.json()["execution_id"], {"finished", "failed"})
