@@ -151,6 +151,7 @@ def include_routers(app: FastAPI) -> None:
         maps,
         metadata,
         monitoring,
+        oauth_applications,
         ows,
         reference,
         resource_extras,
@@ -171,7 +172,7 @@ def include_routers(app: FastAPI) -> None:
     for module in (tiles, ows, discovery, resource_operations, resource_extras, datasets, documents,
                    geoapps, maps, uploads, facets, resources, executions, users, groups, reference, auth,
                    downloads, styles, thumbnails, csw, metadata, monitoring, mapclient, upload_limits,
-                   management, harvesters):
+                   management, harvesters, oauth_applications):
         app.include_router(module.router)
     # The browser pages last: the API's own paths (POST /account/login ...) come first.
     web.install(app)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from cartotheca.catalogue import auth
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import AccessToken, Group, GroupMember, OAuthApplication, User
-from cartotheca.errors import InvalidInput, NotFound
+from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
 from cartotheca.settings import Settings
 
 SCOPES = ("openid", "read", "write", "groups")
@@ -84,6 +84,35 @@ def user_named(session: Session, username: str) -> User:
     if user is None:
         raise NotFound(f"No user named {username!r}")
     return user
+
+
+def register_from_body(session: Session, principal: Principal, body: Any
+                       ) -> tuple[OAuthApplication, str | None]:
+    """An application asked for by a staff member (the web page's JSON body). Only superusers
+    may name another owner: client_credentials tokens act as the owner."""
+    if not isinstance(body, dict):
+        raise InvalidInput("expected a JSON object")
+    name, client_type = body.get("name", ""), body.get("client_type", "confidential")
+    username = body.get("user") or None
+    grants = _strings(body.get("grant_types", ["password"]), "grant_types", separator=",")
+    uris = _strings(body.get("redirect_uris", []), "redirect_uris", separator=None)
+    if not isinstance(name, str) or not isinstance(client_type, str) or \
+            not isinstance(username, (str, type(None))):
+        raise InvalidInput("name, client_type and user must be text")
+    if username is not None and username != principal.username and not principal.is_superuser:
+        raise PermissionDenied("Only a superuser may register an application for another user")
+    owner = user_named(session, username) if username else None
+    return create_application(session, name=name, user=owner, client_type=client_type,
+                              grant_types=grants, redirect_uris=uris)
+
+
+def _strings(value: Any, field: str, *, separator: str | None) -> list[str]:
+    """A list of texts given as a list, or as one text split at ``separator`` (whitespace if None)."""
+    if isinstance(value, str):
+        value = value.split(separator)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise InvalidInput(f"{field} must be a list of texts")
+    return [item.strip() for item in value if item.strip()]
 
 
 def list_applications(session: Session) -> list[dict[str, Any]]:

@@ -104,6 +104,11 @@ def profile_page(request: Request, settings: SettingsDep) -> HTMLResponse:
     return render(request, settings, "profile.html", "profile", "Your profile")
 
 
+@router.get("/account/applications")
+def applications_page(request: Request, settings: SettingsDep) -> HTMLResponse:
+    return render(request, settings, "applications.html", "applications", "OAuth2 applications")
+
+
 @router.get("/maps/new")
 def map_composer(request: Request, settings: SettingsDep) -> HTMLResponse:
     return render(request, settings, "composer.html", "composer", "Compose a map", map_id="")

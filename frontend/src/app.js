@@ -9,6 +9,7 @@ import { resourceRoute, showResource } from './resource.js';
 import { setupComposer } from './composer.js';
 import { setupDashboard } from './dashboard.js';
 import { setupUpload } from './upload.js';
+import { setupApplications } from './applications.js';
 
 let routed = null;
 
@@ -49,6 +50,8 @@ function start() {
     setupComposer(signedIn);
   } else if (page === 'dashboard') {
     setupDashboard(signedIn);
+  } else if (page === 'applications') {
+    setupApplications(signedIn);
   }
 }
 
