@@ -94,6 +94,17 @@ def clean(value: Any) -> str:
     return NOT_XML_TEXT.sub("", value if isinstance(value, str) else str(value))
 
 
+def clean_all(value: Any) -> Any:
+    """``value`` with ``clean`` applied to every string in it, keys of mappings included."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, Mapping):
+        return {clean_all(key): clean_all(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_all(item) for item in value]
+    return value
+
+
 def sub_element(parent: etree._Element, tag: str, text: Any = None,
                 attrs: Mapping[str, Any] | None = None) -> etree._Element:
     """``etree.SubElement`` for writers of documents that carry stored text: ``text`` and the

@@ -8,7 +8,6 @@ import hmac
 import logging
 import re
 from dataclasses import replace
-from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -47,7 +46,7 @@ class Recorder:
         captured = [c for c in captured if c.status or c.error]
         classified = [self._classify(c) for c in captured]
         names = self._resource_names(session, classified)
-        rows = [_storable(self._event(c, k, services, names))
+        rows = [xmlsafe.clean_all(self._event(c, k, services, names))
                 for c, k in zip(captured, classified, strict=True)]
         plain = [row for row, c in zip(rows, captured, strict=True) if not c.error]
         written = 0
@@ -62,7 +61,7 @@ class Recorder:
     def _classify(self, c: CapturedRequest) -> Classification:
         found = classify(c.method, c.path, c.query.decode("latin-1"), c.body_prefix, self.workspace)
         # Names come percent-decoded from the request: cleaned before they are looked up.
-        return replace(found, layers=_storable(found.layers), url=_storable(found.url))
+        return replace(found, layers=xmlsafe.clean_all(found.layers), url=xmlsafe.clean_all(found.url))
 
     def _resource_names(self, session: Session, classified: list[Classification]) -> dict:
         """Monitored (type, name, catalogue id) of every layer alternate and catalogue id named."""
@@ -133,17 +132,6 @@ def ua_family(agent: str | None) -> str:
             return family
     match = PRODUCT.match(agent)
     return match[1][:64] if match else "Other"
-
-
-def _storable(value: Any) -> Any:
-    """``value`` (a row, and the lists and mappings in it) with its text cleaned."""
-    if isinstance(value, str):
-        return xmlsafe.clean(value)
-    if isinstance(value, dict):
-        return {key: _storable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_storable(item) for item in value]
-    return value
 
 
 def _insert_batch(session: Session, rows: list[dict]) -> int:
