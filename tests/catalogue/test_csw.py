@@ -289,3 +289,35 @@ def test_capabilities_name_the_operations_and_schemas(db, settings, people):
 ])
 def test_like_patterns(literal, pattern):
     assert like_pattern(literal, "*", ".", "!") == pattern
+
+
+def _answer_version(db, settings, who, body: str | None = None, **params) -> tuple[str, str | None]:
+    root = ask(db, settings, who, body, **params)
+    return etree.QName(root).namespace, root.get("version")
+
+
+def test_answers_2_0_2_unless_3_0_0_is_asked_for(db, settings, people, catalogue):
+    """As GeoNode's pycsw: GDAL's CSW driver sends no version and then speaks 2.0.2."""
+    _, who = people
+    anyone = who["anonymous"]
+    csw2, csw3 = NS["csw"], NS["csw30"]
+    caps = dict(service="CSW", request="GetCapabilities")
+    assert _answer_version(db, settings, anyone, **caps) == (csw2, "2.0.2")
+    assert _answer_version(db, settings, anyone) == (csw2, "2.0.2")  # a bare request
+    assert _answer_version(db, settings, anyone, **caps, acceptversions="3.0.0") == (csw3, "3.0.0")
+    assert _answer_version(db, settings, anyone, **caps, acceptversions="3.0.0,2.0.2") == (csw3, "3.0.0")
+    assert _answer_version(db, settings, anyone, **caps, acceptversions="2.0.2,3.0.0") == (csw2, "2.0.2")
+    assert _answer_version(db, settings, anyone, **caps, version="3.0.0") == (csw3, "3.0.0")
+    refused = ask(db, settings, anyone, **caps, acceptversions="1.0.0")
+    assert refused.find("ows:Exception", NS).get("exceptionCode") == "VersionNegotiationFailed"
+    records = ask(db, settings, anyone, service="CSW", version="2.0.2", request="GetRecords",
+                  typenames="csw:Record", resulttype="results", elementsetname="brief")
+    assert records.tag == f"{{{csw2}}}GetRecordsResponse" and "Wells of the valley" in titles(records)
+    records3 = ask(db, settings, anyone, service="CSW", version="3.0.0", request="GetRecords",
+                   typenames="csw:Record", elementsetname="brief")
+    assert records3.tag == f"{{{csw3}}}GetRecordsResponse" and "Wells of the valley" in titles(records3)
+    xml = ask(db, settings, anyone, FILTER.format(
+        '<ogc:PropertyIsLike wildCard="*" singleChar="." escapeChar="!">'
+        "<ogc:PropertyName>dc:title</ogc:PropertyName><ogc:Literal>Wells*</ogc:Literal>"
+        "</ogc:PropertyIsLike>"))
+    assert xml.tag == f"{{{csw2}}}GetRecordsResponse" and titles(xml) == ["Wells of the valley"]
