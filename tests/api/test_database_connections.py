@@ -47,6 +47,9 @@ ABSTRACT_CHARS = 45_000  # random bytes of each record's abstract (60k character
 # is made small): an answer still sending this much was held up by its client.
 UNBUFFERED_BYTES = 4_500_000
 OWS_NS = "http://www.opengis.net/ows/1.1"
+CSW_OWS_NS = "http://www.opengis.net/ows"
+GET_RECORDS = {"service": "CSW", "version": "2.0.2", "request": "GetRecords", "typenames": "csw:Record",
+               "resulttype": "results", "elementsetname": "brief"}
 
 
 def _large_points(path: Path, count: int) -> Path:
@@ -221,6 +224,7 @@ def test_exhausted_pool_answers_503_quickly(make_app, backend):
         waited = time.monotonic() - start
         capabilities = client.get("/ows", params={"service": "WFS", "version": "2.0.0",
                                                   "request": "GetCapabilities"})
+        records = client.get("/catalogue/csw", params=GET_RECORDS)
     assert listing.status_code == 503, listing.text
     assert listing.headers["retry-after"].isdigit()
     assert listing.json()["code"] == "service_unavailable"
@@ -229,7 +233,11 @@ def test_exhausted_pool_answers_503_quickly(make_app, backend):
     assert capabilities.headers["retry-after"].isdigit()
     report = etree.fromstring(capabilities.content)
     assert report.tag == f"{{{OWS_NS}}}ExceptionReport"
+    assert records.status_code == 503, records.text
+    assert records.headers["retry-after"].isdigit()
+    assert etree.fromstring(records.content).tag == f"{{{CSW_OWS_NS}}}ExceptionReport"
     assert client.get("/api/v2/resources").status_code == 200  # the connection is back
+    assert client.get("/catalogue/csw", params=GET_RECORDS).status_code == 200
 
 
 @pytest.fixture
@@ -275,10 +283,14 @@ def test_database_outage_answers_503_and_recovers_without_restart(outage, make_s
                 assert capabilities.status_code == 503, capabilities.text
                 assert capabilities.headers["retry-after"].isdigit()
                 assert etree.fromstring(capabilities.content).tag == f"{{{OWS_NS}}}ExceptionReport"
+                records = client.get("catalogue/csw", params=GET_RECORDS)
+                assert records.status_code == 503, records.text
+                assert records.headers["retry-after"].isdigit()
         finally:
             up()
         assert client.get("api/v2/resources").status_code == 200, server.log_tail()
         assert client.get("ows", params=wfs).status_code == 200
+        assert client.get("catalogue/csw", params=GET_RECORDS).status_code == 200
         # Connections killed under a running server are replaced on their next checkout.
         down()
         up()

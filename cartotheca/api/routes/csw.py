@@ -6,6 +6,8 @@ worker thread, with what the requester may view.
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
@@ -13,7 +15,9 @@ from starlette.responses import Response
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep
 from cartotheca.catalogue.csw import service
 from cartotheca.catalogue.csw.repository import RequestScope
+from cartotheca.db.session import RETRY_AFTER_SECONDS
 
+log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 FORM = "application/x-www-form-urlencoded"
 
@@ -27,5 +31,14 @@ async def csw(request: Request, db: DbDep, principal: PrincipalDep, settings: Se
             params.update({key: str(value) for key, value in (await request.form()).items()})
         else:
             body = await request.body()
-    answer = await run_in_threadpool(service.handle, RequestScope(db, principal, settings), params, body)
+    scope = RequestScope(db, principal, settings)
+    answer = await run_in_threadpool(service.handle, scope, params, body)
+    if scope.unavailable:
+        log.warning("database unavailable for CSW: %s", scope.unavailable[0])
+        version = "3.0.0" if body is None and "3.0" in str(params.get("version", "")) \
+            else service.DEFAULT_VERSION
+        report = service.exception_report(
+            "NoApplicableCode", "The service is temporarily unavailable; try again later.", None, version)
+        return Response(report, status_code=503, media_type=service.XML_TYPE,
+                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     return Response(answer.body, status_code=answer.status, media_type=answer.content_type)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import and_, desc, func, select
@@ -25,6 +25,7 @@ from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.csw.filters import FilterCompiler, filter_element
 from cartotheca.catalogue.csw.records import CatalogueRecord, records_select
 from cartotheca.db.models import Resource
+from cartotheca.db.session import is_unavailable
 from cartotheca.settings import Settings
 
 ISO_TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -37,6 +38,10 @@ class RequestScope:
     session: Session
     principal: Principal
     settings: Settings
+    # Errors that mean the database could not serve the request (down, connection dropped, no
+    # free connection). pycsw answers every repository error with an exception report of
+    # status 200 ("Invalid query syntax"); the endpoint answers these with 503 instead.
+    unavailable: list[Exception] = field(default_factory=list, compare=False)
 
 
 class CatalogueRepository:
@@ -131,8 +136,8 @@ class CatalogueRepository:
         from cartotheca.catalogue.resources import LOAD_OPTIONS
 
         ids = [row["resource_id"] for row in rows]
-        loaded = self.scope.session.scalars(
-            select(Resource).where(Resource.id.in_(ids)).options(*LOAD_OPTIONS)).unique()
+        loaded = self._execute(
+            select(Resource).where(Resource.id.in_(ids)).options(*LOAD_OPTIONS)).scalars().unique()
         by_id = {r.id: r for r in loaded}
         site = siteurl.url(self.scope.settings)
         return [CatalogueRecord(row, by_id[row["resource_id"]], site) for row in rows
@@ -147,7 +152,9 @@ class CatalogueRepository:
     def _execute(self, stmt):
         try:
             return self.scope.session.execute(stmt)
-        except SQLAlchemyError:
+        except SQLAlchemyError as exc:
+            if is_unavailable(exc):
+                self.scope.unavailable.append(exc)
             # pycsw turns the error into an exception report; the session must stay usable.
             self.scope.session.rollback()
             raise
