@@ -12,14 +12,14 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session, contains_eager
 
-from cartotheca.catalogue import events, query
+from cartotheca.catalogue import events, login_guard, query
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import (
     Principal,
-    check_password,
     digest,
     hash_password,
     open_web_session,
+    verify_login,
 )
 from cartotheca.catalogue.query import Field, FieldMap
 from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
@@ -316,7 +316,12 @@ def signup(session: Session, settings: Settings, data: Any) -> User:
 def _flag(data: Mapping[str, Any], key: str) -> bool:
     value = data.get(key, False)
     if isinstance(value, str):
-        return query.to_bool(value)
+        if not value.strip():  # an empty form field, as DRF's BooleanField reads it
+            return False
+        try:
+            return query.strict_bool(value, key)
+        except InvalidInput:
+            raise InvalidInput(f"{key}: must be a valid boolean.") from None
     if not isinstance(value, bool | int | None):
         raise InvalidInput(f"{key}: must be a valid boolean.")
     return bool(value)
@@ -557,15 +562,19 @@ def get_owner(ctx: ListContext, raw_id: Any) -> tuple[User, int]:
 # ---------------------------------------------------------------------------------------
 # web sessions
 
-def login(session: Session, settings: Settings, data: Any) -> tuple[User, str, WebSession]:
-    """Check a username and password and open a cookie session for the web pages."""
+def login(session: Session, settings: Settings, data: Any,
+          address: str | None = None) -> tuple[User, str, WebSession]:
+    """Check a username and password and open a cookie session for the web pages; failed
+    logins are throttled per account and per client ``address``."""
     if not isinstance(data, Mapping):
         raise InvalidInput("Invalid data. Expected a dictionary.")
     username, password = data.get("username"), data.get("password")
     if not isinstance(username, str) or not isinstance(password, str) or not username:
         raise InvalidInput("username and password are required.")
-    user = session.scalar(select(User).where(User.username == username))
-    if user is None or not check_password(user.password, password):
+    keys = login_guard.lockout_keys(settings, username, address)
+    login_guard.refuse_if_locked(session, settings, keys)
+    user = None if "\x00" in username else session.scalar(select(User).where(User.username == username))
+    if not verify_login(session, settings, user, username, password, address, checked=True):
         raise AuthenticationFailed()
     if not user.is_active:
         raise AuthenticationFailed("User inactive or deleted.")

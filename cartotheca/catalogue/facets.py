@@ -299,8 +299,6 @@ def paged(items: list[Topic], tq: TopicQuery) -> TopicPage:
 
 def convert_keys(keys: Sequence[str], kind: type) -> list[Any]:
     """Keys as the facet's key type; a malformed one is a 400 naming the parameter."""
-    if kind is bool:
-        return [query.to_bool(key) for key in keys]
     return [query.convert(key, kind, "key") for key in keys]
 
 

@@ -99,8 +99,8 @@ def parse_datetime(raw: str) -> dt.datetime:
 
 def convert(raw: str, kind: type, param: str) -> Any:
     try:
-        if kind is bool:
-            return to_bool(raw)
+        if kind is bool:  # "maybe" is not a boolean: a 400 naming the parameter, as GeoNode's
+            return strict_bool(raw, param)
         if kind is int:
             value = int(raw.strip())
             if not -2**63 <= value < 2**63:  # beyond BIGINT the driver raises, not the database
@@ -170,7 +170,7 @@ def compile_term(term: FilterTerm, fields: FieldMap) -> ColumnElement[bool]:
     first = term.values[0]
 
     if term.op == "isnull":
-        wanted = to_bool(first)
+        wanted = strict_bool(first, term.param)
         if spec.via is not None:
             present = spec.via(column.is_not(None))
             cond = not_(present) if wanted else present

@@ -241,6 +241,8 @@ def test_key_restricts_topics_and_lists_unused_keys_without_count(client, catalo
     assert counts(facet(client, "owner", key=[str(ana)])) == {ana: 2}
     assert counts(facet(client, "featured", key=["true"])) == {True: 2}
     assert client.get("/api/v2/facets/owner", params={"key": "ana"}).status_code == 400
+    maybe = client.get("/api/v2/facets/featured", params={"key": "maybe"})
+    assert maybe.status_code == 400 and "Invalid value for key: maybe" in maybe.text
 
 
 def test_paging_is_zero_based_with_a_total(client, catalogue):

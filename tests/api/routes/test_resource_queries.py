@@ -215,6 +215,13 @@ def test_pk_operators(client, catalog):
     ("sort[]=nosuch", "Invalid filter field: ['nosuch']"),
     ("sort[]=keywords.name", "Invalid filter field: ['keywords.name']"),
     ("favorite=maybe", "Invalid value for favorite: maybe"),
+    ("filter{featured}=maybe", "Invalid value for filter{featured}: maybe"),
+    ("filter{-featured}=maybe", "Invalid value for filter{-featured}: maybe"),
+    ("filter{is_published}=2", "Invalid value for filter{is_published}: 2"),
+    ("filter{is_approved}=", "Invalid value for filter{is_approved}: "),
+    ("filter{advertised}=perhaps", "Invalid value for filter{advertised}: perhaps"),
+    ("filter{metadata_only.in}=maybe", "Invalid value for filter{metadata_only.in}: maybe"),
+    ("filter{featured.isnull}=maybe", "Invalid value for filter{featured.isnull}: maybe"),
     ("extent=1,2,3", "Invalid value for extent: 1,2,3"),
     ("extent=a,b,c,d", "Invalid value for extent: a,b,c,d"),
 ])

@@ -78,6 +78,9 @@ def test_create_by_staff_without_password(client, db, admin_auth):
     duplicate = client.post("/api/v2/users", headers=admin_auth, json={"username": "carla"})
     assert duplicate.status_code == 400
     assert duplicate.json()["errors"] == ["A user with that username already exists."]
+    maybe = client.post("/api/v2/users", headers=admin_auth, data={"username": "dora", "is_staff": "maybe"})
+    assert maybe.status_code == 400 and "is_staff: must be a valid boolean." in maybe.text
+    assert db.scalar(select(User.id).where(User.username == "dora")) is None
 
 
 def test_create_duplicate_email_and_weak_password(client, db, admin_auth):
