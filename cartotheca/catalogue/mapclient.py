@@ -22,6 +22,12 @@ from cartotheca.settings import Settings
 
 MAX_ATTRIBUTES = 200
 ATTRIBUTE_KEYS = ("name", "type", "label", "value")
+KEPT_FIELDS = ("name", "description", "metadata", "data", "attributes")
+# What the server decides, or MapStore's GeoStore resource model carries that has no place
+# here (a saved resource is its owner's only, in the client's own category): accepted, not kept.
+IGNORED_FIELDS = ("id", "user", "creation_date", "last_update", "creation", "lastUpdate", "category",
+                  "canEdit", "canDelete", "canCopy", "advertised", "creator", "editor", "tags")
+DESCRIPTION = "description"  # kept as the attribute of that name (MapStore shows it)
 
 
 def _owner(principal: Principal) -> int:
@@ -49,8 +55,11 @@ def create_resource(session: Session, principal: Principal, settings: Settings,
                     body: Any) -> MapClientResource:
     owner = _owner(principal)
     values = _values(settings, body, partial=False)
+    attributes = values.get("attributes", [])
+    if "description" in values:
+        attributes = _with_description(attributes, values["description"])
     row = MapClientResource(user_id=owner, name=values["name"], data=values.get("data"),
-                            attributes=values.get("attributes", []))
+                            attributes=attributes)
     session.add(row)
     session.flush()
     return row
@@ -64,6 +73,11 @@ def update_resource(session: Session, principal: Principal, settings: Settings,
     if not partial:
         values.setdefault("data", None)
         values.setdefault("attributes", [])
+    description = values.pop("description", None)
+    if description is not None:
+        kept = [item for item in values.get("attributes", row.attributes or [])
+                if item["name"] != DESCRIPTION or "attributes" in values]
+        values["attributes"] = _with_description(kept, description)
     for key, value in values.items():
         setattr(row, key, value)
     row.last_update = utcnow()
@@ -80,12 +94,15 @@ def delete_resource(session: Session, principal: Principal, row: MapClientResour
 def _values(settings: Settings, body: Any, *, partial: bool) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise InvalidInput("Invalid data. Expected a dictionary.")
-    unknown = set(body) - {"name", "data", "attributes", "id", "user", "creation_date", "last_update"}
+    unknown = set(body) - {*KEPT_FIELDS, *IGNORED_FIELDS}
     if unknown:
         raise InvalidInput(f"{sorted(unknown)[0]}: unknown field")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput("metadata: expected an object")
     values: dict[str, Any] = {}
-    if "name" in body or not partial:
-        name = body.get("name")
+    if "name" in body or "name" in metadata or not partial:
+        name = body.get("name", metadata.get("name"))
         if not isinstance(name, str) or not name.strip() or len(name) > 255 or "\x00" in name:
             raise InvalidInput("name: expected a non-empty string of at most 255 characters")
         values["name"] = name.strip()
@@ -93,7 +110,19 @@ def _values(settings: Settings, body: Any, *, partial: bool) -> dict[str, Any]:
         values["data"] = _data(settings, body["data"])
     if "attributes" in body:
         values["attributes"] = _attributes(body["attributes"])
+    description = body.get(DESCRIPTION, metadata.get(DESCRIPTION))
+    if description is not None:
+        if not isinstance(description, str) or len(description) > 65536:
+            raise InvalidInput("description: expected a string")
+        values["description"] = description
     return values
+
+
+def _with_description(attributes: list[dict[str, str]], description: str) -> list[dict[str, str]]:
+    """The attributes with ``description`` as the one so named (an explicit attribute wins)."""
+    if any(item["name"] == DESCRIPTION for item in attributes):
+        return attributes
+    return [*attributes, {"name": DESCRIPTION, "type": "STRING", "label": "", "value": description}]
 
 
 def _data(settings: Settings, value: Any) -> Any:

@@ -51,6 +51,34 @@ def test_crud_of_ones_own_resources(client, db, users):
     assert client.get(f"/mapclient/rest/resources/{pk}", headers=ana).status_code == 404
 
 
+def test_mapstores_own_resource_fields_are_accepted(client, db, users):
+    """A body as MapStore's GeoStore resource model has it: the description is kept (as the
+    attribute of that name), what the server decides or has no place here is ignored."""
+    ana, _ = users
+    body = {"id": 999, "name": "Florence map", "description": "Rivers of Tuscany",
+            "creation": "2020-01-01T00:00:00Z", "lastUpdate": "2020-01-02T00:00:00Z",
+            "metadata": {"name": "Florence map", "description": "Rivers of Tuscany"},
+            "category": {"name": "MAP"}, "attributes": ATTRIBUTES, "canEdit": True,
+            "canDelete": True, "canCopy": True, "advertised": False, "data": CONFIG}
+    created = client.post("/mapclient/rest/resources/?full=true", headers=ana, json=body)
+    assert created.status_code == 201, created.text
+    record = created.json()
+    assert record["id"] != 999 and record["name"] == "Florence map" and record["data"] == CONFIG
+    assert not record["creation_date"].startswith("2020")
+    described = {"name": "description", "type": "STRING", "label": "", "value": "Rivers of Tuscany"}
+    assert record["attributes"] == [*ATTRIBUTES, described]
+    pk = record["id"]
+    # metadata alone names and describes; a later description replaces the kept one
+    renamed = client.patch(f"/mapclient/rest/resources/{pk}/?full=true", headers=ana,
+                           json={"metadata": {"name": "Firenze", "description": "Arno"}, "canEdit": False})
+    assert renamed.status_code == 200, renamed.text
+    assert renamed.json()["name"] == "Firenze"
+    assert renamed.json()["attributes"] == [*ATTRIBUTES, {**described, "value": "Arno"}]
+    for bad in ({"description": 5}, {"metadata": "x"}, {"metadata": {"name": ""}}):
+        refused = client.patch(f"/mapclient/rest/resources/{pk}/", headers=ana, json=bad)
+        assert refused.status_code == 400, (bad, refused.text)
+
+
 def test_others_data_is_invisible(client, db, users):
     ana, bob = users
     pk = client.post("/mapclient/rest/resources", headers=ana,
