@@ -85,8 +85,15 @@ def event_type_records(items: list[tuple[str, str]]) -> list[dict[str, str]]:
 
 def metric_groups(groups: list[tuple[str, list[MonitoringMetric]]]) -> list[dict[str, Any]]:
     return [{"service": service_type,
-             "metrics": [{"name": m.name, "unit": m.unit, "type": m.metric_type} for m in metrics]}
+             "metrics": [{"name": m.name, "unit": m.unit, "type": wire_type(m.metric_type)}
+                         for m in metrics]}
             for service_type, metrics in groups]
+
+
+def wire_type(metric_type: str) -> str:
+    """The metric type as the API names it: ``count``, ``value`` or ``rate``. A level (memory,
+    disk) aggregates to its maximum inside, and is a ``value`` on the wire."""
+    return d.VALUE if metric_type == d.VALUE_NUMERIC else metric_type
 
 
 # -- metric data ----------------------------------------------------------------------------
@@ -98,7 +105,7 @@ def metric_data(result: MetricData) -> dict[str, Any]:
         "input_valid_to": stamp(q.valid_to),
         "metric": q.metric.name,
         "interval": float(q.interval),
-        "type": q.metric.metric_type,
+        "type": wire_type(q.metric.metric_type),
         "axis_label": q.metric.unit,
         "label": q.label.name if q.label else None,
         "data": [{"valid_from": stamp(start), "valid_to": stamp(end),

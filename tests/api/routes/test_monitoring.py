@@ -274,6 +274,12 @@ def test_types_and_metrics(monitored, admin_auth):  # noqa: F811
     assert set(by_service) == {"core", "mapserver", "hostcore", "hostmapserver"}
     assert by_service["core"]["request.count"] == {"name": "request.count", "unit": "Count", "type": "count"}
     assert by_service["hostcore"]["network.in.rate"]["unit"] == "B/s"
+    # the specification's three types only: a level such as free memory is a value
+    assert {m["type"] for g in groups for m in g["metrics"]} == {"count", "value", "rate"}
+    assert by_service["hostcore"]["mem.free"]["type"] == "value"
+    level = envelope_ok(client.get(f"{API}/metric_data/mem.free/", headers=admin_auth,
+                                   params={"last": "3600", "interval": "3600"}))
+    assert level["data"]["type"] == "value"
 
 
 def test_staff_only(monitored, db):  # noqa: F811
