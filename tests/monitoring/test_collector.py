@@ -127,7 +127,7 @@ def test_host_metrics_come_from_psutil(monitored, db, admin_auth):  # noqa: F811
     body = client.get("/monitoring/api/metric_data/storage.total/", headers=admin_auth, params={
         "valid_from": now.isoformat(), "valid_to": (now + dt.timedelta(seconds=interval)).isoformat(),
         "service": services[0]}).json()["data"]
-    assert body["axis_label"] == "B" and body["type"] == "value_numeric"
+    assert body["axis_label"] == "B" and body["type"] == "value"
     rows = [r for p in body["data"] for r in p["data"]]
     assert "/" in {r["label"] for r in rows}
 
