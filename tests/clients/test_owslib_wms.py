@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import mapnik
 import numpy as np
 import pytest
+from lxml import etree
 from owslib.wms import WebMapService
 
 import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
@@ -51,7 +53,13 @@ def test_owslib_reads_capabilities_and_maps(live_server, polygons, version):
     assert [f["properties"]["name"] for f in features] == ["south-east"]
 
 
-def test_owslib_without_version_gets_1_3_0(live_server, polygons):
-    service = WebMapService(f"{live_server.url}ows", version="1.3.0", timeout=60)
-    assert service.version == "1.3.0"
+def test_capabilities_without_version_are_1_3_0_and_owslib_reads_them(live_server, polygons):
+    """No VERSION in GetCapabilities: the server answers its highest version, 1.3.0."""
+    response = httpx.get(f"{live_server.url}ows", params={"SERVICE": "WMS", "REQUEST": "GetCapabilities"},
+                         timeout=60)
+    assert response.status_code == 200, response.text
+    root = etree.fromstring(response.content)
+    assert root.tag == "{http://www.opengis.net/wms}WMS_Capabilities" and root.get("version") == "1.3.0"
+    service = WebMapService(f"{live_server.url}ows", version="1.3.0", xml=response.content)
     assert polygons.alternate in service.contents
+    assert {"EPSG:4326", "EPSG:3857"} <= set(service[polygons.alternate].crsOptions)
