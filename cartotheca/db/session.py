@@ -62,7 +62,8 @@ def make_engine(settings: Settings) -> Engine:
     # JIT compilation costs 0.1-1 s per query whose estimated cost passes the threshold (the
     # permission-filtered counts do) and never pays back for catalogue queries of milliseconds.
     # pre_ping: a connection the server dropped (restart, pg_terminate_backend) is replaced on
-    # checkout instead of failing the request that draws it.
+    # checkout instead of failing the request that draws it. connect_timeout: an unreachable
+    # server fails a request within about the pool timeout too (503), not after the OS gives up.
     return create_engine(url, pool_size=_choose(settings.DATABASE_POOL_SIZE, PG_POOL_SIZE),
                          max_overflow=_choose(settings.DATABASE_MAX_OVERFLOW, PG_MAX_OVERFLOW),
                          pool_timeout=timeout, pool_pre_ping=True,
