@@ -239,7 +239,9 @@ def compile_search(params: Mapping[str, list[str]], fields: FieldMap) -> ColumnE
     it, which leaves clients like geonodectl's ``--search`` unable to find anything).
     """
     texts = params.get("search", [])
-    text = " ".join(texts).replace("\x00", "").replace(",", " ")
+    if any("\x00" in item for item in texts):  # text no database stores: a 400, as for filters
+        raise InvalidQuery("Invalid value for search: it contains a NUL character")
+    text = " ".join(texts).replace(",", " ")
     terms = text.split()
     if not terms:
         return None
