@@ -25,7 +25,8 @@ from tests.geodata.fixtures import (
 )
 from tests.ows.conftest import make_private
 
-SAMPLES = Path("/work/shared/compat/geonode-samples")
+# GeoNode's recorded answers, in the shared notes beside the project (../shared/compat/)
+SAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "compat" / "geonode-samples"
 LIST_ONLY_ABSENT = ("attribute_set", "ows_url", "capabilities_url", "dataset_ows_url")
 # Statements of a datasets page, measured on both backends: what a resources page costs, plus
 # one for the page's dataset rows and one for their styles.
