@@ -130,6 +130,14 @@ def test_features_and_exports_stay_readable(client, stored, backend):
     kml = parsed_xml(client.get("/ows", params={**base, "version": "2.0.0", "typeNames": layer,
                                                 "outputFormat": "KML"}))
     assert "firstnote" in etree.tostring(kml, encoding="unicode")
+    info = parsed_xml(client.get("/ows", params={
+        "service": "WMS", "version": "1.1.1", "request": "GetFeatureInfo", "layers": layer,
+        "query_layers": layer, "srs": "EPSG:4326", "bbox": "0,0,4,4", "width": 100, "height": 100,
+        "styles": "", "info_format": "application/vnd.ogc.gml", "x": 25, "y": 75, "buffer": 10}))
+    assert "firstnote" in etree.tostring(info, encoding="unicode")
+    legend = client.get("/ows", params={"service": "WMS", "version": "1.3.0", "format": "image/png",
+                                        "request": "GetLegendGraphic", "layer": layer})
+    assert legend.status_code == 200 and legend.content[:4] == b"\x89PNG", legend.text[:300]
     answer = client.get("/ows", params={**base, "version": "2.0.0", "typeNames": layer,
                                         "outputFormat": "csv"})
     assert answer.status_code == 200, answer.text[:500]
