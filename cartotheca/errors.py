@@ -11,6 +11,8 @@
     ├── MethodNotAllowed            405  method_not_allowed
     ├── UnsupportedMediaType        415  unsupported_media_type
     ├── Conflict                    409  conflict
+    ├── TooManyAttempts             429  throttled          (failed logins; carries retry_after)
+    ├── Busy                        503  service_unavailable (no capacity now; carries retry_after)
     └── LimitExceeded               400  (code given by the raiser)
 
 ``api/errors.py`` maps each class to its status and the wire body in one table.
@@ -88,3 +90,24 @@ class Conflict(CartothecaError):
 
 class LimitExceeded(CartothecaError):
     code = "limit_exceeded"
+
+
+class TooManyAttempts(CartothecaError):
+    """Too many failed logins for an account or from an address: refused until the cool-off
+    ends, ``retry_after`` seconds from now."""
+
+    code = "throttled"
+
+    def __init__(self, retry_after: int, **kw):
+        super().__init__("Too many failed login attempts; try again later.", **kw)
+        self.retry_after = retry_after
+
+
+class Busy(CartothecaError):
+    """The server cannot take this work right now (e.g. every password check slot is taken)."""
+
+    code = "service_unavailable"
+
+    def __init__(self, message: str, retry_after: int = 1, **kw):
+        super().__init__(message, **kw)
+        self.retry_after = retry_after

@@ -99,6 +99,17 @@ class Settings(BaseSettings):
     PASSWORD_HASH_TIME_COST: int = 3
     PASSWORD_HASH_MEMORY_KIB: int = 65536
     PASSWORD_HASH_PARALLELISM: int = 4
+    # Password checks running at once per process (each holds PASSWORD_HASH_MEMORY_KIB), and
+    # how long a request waits for one before a 503 with Retry-After
+    PASSWORD_CHECK_CONCURRENCY: int = Field(default=1, ge=1)
+    PASSWORD_CHECK_WAIT_SECONDS: float = Field(default=2.0, gt=0)
+    # Failed logins (django-axes' settings, GeoNode's defaults): after AXES_FAILURE_LIMIT
+    # failures per lockout parameter, 429 until AXES_COOLOFF_TIME hours after the last one
+    AXES_ENABLED: bool = True
+    AXES_FAILURE_LIMIT: int = Field(default=3, ge=1)
+    AXES_COOLOFF_TIME: float = Field(default=2.0, gt=0)
+    AXES_LOCKOUT_PARAMETERS: list[str | list[str]] = Field(
+        default_factory=lambda: ["ip_address", "username"])
     SESSION_COOKIE_AGE: int = 1209600
 
     # Bulk updates (spec §4.1)
@@ -278,6 +289,16 @@ class Settings(BaseSettings):
                 except ValueError:
                     raise ValueError(f"FORWARDED_ALLOW_IPS: {item!r} is not an IP address, "
                                      "a CIDR block or *") from None
+        return value
+
+    @field_validator("AXES_LOCKOUT_PARAMETERS")
+    @classmethod
+    def _lockout_parameters(cls, value: list[str | list[str]]) -> list[str | list[str]]:
+        for item in value:
+            names = [item] if isinstance(item, str) else item
+            if not names or any(name not in ("ip_address", "username") for name in names):
+                raise ValueError("AXES_LOCKOUT_PARAMETERS: each item is ip_address, username "
+                                 "or a list of them (locked out together)")
         return value
 
     def configure_process(self) -> None:

@@ -84,7 +84,7 @@ def _identify(request: Request, db: Session, state: AppState) -> Principal:
     scheme, _, value = header.partition(" ")
     scheme = scheme.lower()
     if scheme == "basic":
-        user, memberships = auth.user_from_basic(db, value)
+        user, memberships = auth.user_from_basic(db, value, state.settings, client_address(request))
         return auth.principal_for(db, user, state.groups, "basic", memberships=memberships)
     token = value if scheme == "bearer" else request.query_params.get("access_token")
     if header and scheme not in ("basic", "bearer"):
@@ -104,6 +104,11 @@ def _identify(request: Request, db: Session, state: AppState) -> Principal:
                     raise PermissionDenied("CSRF Failed: CSRF token missing or incorrect.")
             return auth.principal_for(db, user, state.groups, "session")
     return auth.anonymous(state.groups)
+
+
+def client_address(request: Request) -> str | None:
+    """The client's address (behind a trusted proxy, the one it forwarded: FORWARDED_ALLOW_IPS)."""
+    return request.client.host if request.client else None
 
 
 def require_user(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:

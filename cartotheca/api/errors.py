@@ -32,6 +32,8 @@ STATUS = {
     errors.MethodNotAllowed: 405,
     errors.Conflict: 409,
     errors.UnsupportedMediaType: 415,
+    errors.TooManyAttempts: 429,
+    errors.Busy: 503,
 }
 
 HTTP_CODES = {
@@ -65,7 +67,11 @@ def error_response(status: int, messages: list[str], code: str) -> JSON:
 
 
 async def _domain(_: Request, exc: errors.CartothecaError) -> JSON:
-    return error_response(status_of(exc), exc.messages, exc.code)
+    response = error_response(status_of(exc), exc.messages, exc.code)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 async def _validation(_: Request, exc: RequestValidationError) -> JSON:

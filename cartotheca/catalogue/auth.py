@@ -17,9 +17,11 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from cartotheca.catalogue import login_guard
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import AccessToken, Group, GroupMember, User, WebSession
 from cartotheca.errors import AuthenticationFailed
+from cartotheca.settings import Settings
 
 _hasher = PasswordHasher()
 _dummy_hash: str | None = None
@@ -50,6 +52,16 @@ def check_password(stored: str | None, password: str) -> bool:
         return _hasher.verify(stored, password)
     except (VerificationError, InvalidHashError):
         return False
+
+
+def verify_login(session: Session, settings: Settings, user: User | None, username: str | None,
+                 password: str, address: str | None, *, checked: bool = False) -> bool:
+    """Whether ``password`` is ``user``'s, under the failed-login lockout and the limit on
+    concurrent checks; an unknown account costs a dummy check (no timing oracle)."""
+    stored = user.password if user is not None else None
+    return login_guard.verify(
+        session, settings, username=username, address=address, checked=checked,
+        check=lambda: check_password(stored or _dummy(), password) and bool(stored))
 
 
 def digest(token: str) -> str:
@@ -164,8 +176,10 @@ def load_internal_groups(session: Session, anonymous_name: str, registered_name:
     return InternalGroups(ids[anonymous_name], ids[registered_name])
 
 
-def user_from_basic(session: Session, header_value: str) -> tuple[User, list[tuple[int, str]]]:
-    """The user of a Basic header and their group memberships, in one statement."""
+def user_from_basic(session: Session, header_value: str, settings: Settings,
+                    address: str | None) -> tuple[User, list[tuple[int, str]]]:
+    """The user of a Basic header and their group memberships, in one statement; failed
+    logins are throttled per account and per client ``address`` (see ``login_guard``)."""
     try:
         decoded = base64.b64decode(header_value.strip(), validate=True).decode("utf-8")
         username, sep, password = decoded.partition(":")
@@ -174,6 +188,10 @@ def user_from_basic(session: Session, header_value: str) -> tuple[User, list[tup
             "Invalid basic header. Credentials not correctly base64 encoded.") from None
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
+    # A locked-out account or address is refused even with the right password, before any
+    # hashing and before the remembered credentials are consulted.
+    keys = login_guard.lockout_keys(settings, username, address)
+    login_guard.refuse_if_locked(session, settings, keys)
     # No account name holds a NUL character (PostgreSQL could not even compare one).
     rows = [] if "\x00" in username else session.execute(
         select(User, GroupMember.group_id, GroupMember.role)
@@ -181,11 +199,8 @@ def user_from_basic(session: Session, header_value: str) -> tuple[User, list[tup
         .where(User.username == username)
     ).all()
     user = rows[0][0] if rows else None
-    if user is None:
-        check_password(_dummy(), password)  # same cost whether or not the user exists
-        raise AuthenticationFailed()
-    if not CREDENTIALS.known(user, password):
-        if not check_password(user.password, password):
+    if user is None or not CREDENTIALS.known(user, password):
+        if not verify_login(session, settings, user, username, password, address, checked=True):
             raise AuthenticationFailed()
         CREDENTIALS.remember(user, password)
     if not user.is_active:

@@ -27,7 +27,7 @@ from oauthlib.oauth2 import (
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
-from cartotheca.catalogue import auth
+from cartotheca.catalogue import auth, login_guard
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import AccessToken, Group, GroupMember, OAuthApplication, User
 from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
@@ -154,8 +154,9 @@ def delete_application(session: Session, client_id: str) -> OAuthApplication:
 class Validator(RequestValidator):
     """oauthlib's questions, answered from the database of one request."""
 
-    def __init__(self, session: Session, settings: Settings):
+    def __init__(self, session: Session, settings: Settings, address: str | None = None):
         self.session, self.settings = session, settings
+        self.address = address  # the client's, for the failed-login lockout
 
     # -- clients --------------------------------------------------------------------------
 
@@ -186,10 +187,11 @@ class Validator(RequestValidator):
     def authenticate_client(self, request, *args, **kwargs) -> bool:
         pair = self._basic(request) or (request.client_id, request.client_secret)
         client = self._client(pair[0])
-        if client is None or client.client_type != "confidential" or not pair[1]:
-            auth.check_password(_dummy_secret(), pair[1] or "")  # same cost for unknown clients
-            return False
-        if not auth.check_password(client.client_secret, pair[1]):
+        known = client is not None and client.client_type == "confidential" and bool(pair[1])
+        stored = client.client_secret if known else _dummy_secret()  # same cost for unknown clients
+        if not login_guard.verify(self.session, self.settings, username=f"client:{pair[0]}",
+                                  address=self.address,
+                                  check=lambda: auth.check_password(stored, pair[1] or "") and known):
             return False
         request.client, request.client_id = client, client.client_id
         return True
@@ -211,7 +213,9 @@ class Validator(RequestValidator):
 
     def validate_user(self, username, password, client, request, *args, **kwargs) -> bool:
         user = self.session.scalar(select(User).where(User.username == username))
-        if user is None or not user.is_active or not auth.check_password(user.password, password):
+        if not auth.verify_login(self.session, self.settings, user, username, password, self.address):
+            return False
+        if not user.is_active:
             return False
         request.user = user
         return True
@@ -294,14 +298,14 @@ Answer = tuple[dict[str, str], str, int]
 
 
 def token_response(session: Session, settings: Settings, uri: str, body: str,
-                   headers: dict[str, str]) -> Answer:
-    server = TokenServer(Validator(session, settings), settings.ACCESS_TOKEN_EXPIRE_SECONDS)
+                   headers: dict[str, str], address: str | None = None) -> Answer:
+    server = TokenServer(Validator(session, settings, address), settings.ACCESS_TOKEN_EXPIRE_SECONDS)
     return server.create_token_response(uri, "POST", body, headers)
 
 
 def revocation_response(session: Session, settings: Settings, uri: str, body: str,
-                        headers: dict[str, str]) -> Answer:
-    server = TokenServer(Validator(session, settings), settings.ACCESS_TOKEN_EXPIRE_SECONDS)
+                        headers: dict[str, str], address: str | None = None) -> Answer:
+    server = TokenServer(Validator(session, settings, address), settings.ACCESS_TOKEN_EXPIRE_SECONDS)
     return server.create_revocation_response(uri, "POST", body, headers)
 
 

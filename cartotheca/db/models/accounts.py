@@ -127,3 +127,15 @@ class WebSession(Base):
     csrf_token: Mapped[str] = mapped_column(String(64))
     expires: Mapped[dt.datetime]
     created: Mapped[created_at]
+
+
+class LoginFailure(Base):
+    """Failed logins counted per lockout key (a client address, an account name, or both),
+    shared by every server process. The key is a SHA-256 digest: fixed length, whatever a client
+    sends as a user name."""
+
+    __tablename__ = "login_failures"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    failures: Mapped[int]
+    last_failure: Mapped[dt.datetime] = mapped_column(index=True)
