@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 
 from cartotheca import xmlsafe
 from cartotheca.db.models import ExceptionEvent, RequestEvent, Resource
-from cartotheca.errors import InvalidInput
 from cartotheca.monitoring import definitions as d
 from cartotheca.monitoring.capture import CapturedRequest
 from cartotheca.monitoring.classify import Classification, classify
@@ -139,7 +138,7 @@ def _insert_batch(session: Session, rows: list[dict]) -> int:
         with session.begin_nested():
             session.execute(insert(RequestEvent.__table__), rows)
         return len(rows)
-    except (SQLAlchemyError, InvalidInput):
+    except SQLAlchemyError:
         log.warning("a batch of %d request events was refused; writing them one by one", len(rows))
     written = 0
     for row in rows:
@@ -147,7 +146,7 @@ def _insert_batch(session: Session, rows: list[dict]) -> int:
             with session.begin_nested():
                 session.execute(insert(RequestEvent.__table__), [row])
             written += 1
-        except (SQLAlchemyError, InvalidInput):
+        except SQLAlchemyError:
             log.warning("request event dropped (%s %s): the database refused it",
                         row["request_method"], row["request_path"][:200], exc_info=True)
     return written
@@ -163,7 +162,7 @@ def _insert_with_exception(session: Session, row: dict, error: tuple[str, str, s
                 error_data=xmlsafe.clean(error[2]), request_id=request_id))
             session.flush()
         return 1
-    except (SQLAlchemyError, InvalidInput):
+    except SQLAlchemyError:
         log.warning("request event with a server error dropped (%s %s): the database refused it",
                     row["request_method"], row["request_path"][:200], exc_info=True)
         return 0
