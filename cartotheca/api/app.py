@@ -18,6 +18,10 @@ from cartotheca.catalogue.auth import InternalGroups
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
+
+# The stores and their libraries (pyarrow, pyogrio, rasterio) load here, once: imported by the
+# first requests' threads at once, a library could be handed to some of them half-initialised.
+from cartotheca.geodata.storage import cog, geopackage, postgis  # noqa: F401
 from cartotheca.monitoring.capture import CaptureMiddleware
 from cartotheca.monitoring.collector import Monitor
 from cartotheca.settings import Settings, get_settings

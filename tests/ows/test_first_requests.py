@@ -77,3 +77,25 @@ def test_parallel_first_coverages_maps_and_tiles_of_a_fresh_server(make_settings
         assert not failures, (failures, server.log_tail())
         assert [r.headers["content-type"].split(";")[0] for r in responses[:4]] == \
             ["image/tiff", "image/tiff", "image/png", "image/png"]
+
+
+def test_parallel_first_vector_requests_of_a_fresh_server(make_settings, polygons, tmp_path):
+    """Features, vector tiles and maps read the vector store (pyarrow, pyogrio) from the start."""
+    with serving(make_settings, tmp_path / "server.log") as server:
+        ows = f"{server.url}ows"
+        features = {"SERVICE": "WFS", "REQUEST": "GetFeature", "VERSION": "2.0.0",
+                    "TYPENAMES": polygons.alternate, "OUTPUTFORMAT": "application/json"}
+        wms_map = {"SERVICE": "WMS", "REQUEST": "GetMap", "VERSION": "1.3.0",
+                   "LAYERS": polygons.alternate, "STYLES": "", "CRS": "EPSG:4326",
+                   "BBOX": "40,0,60,20", "WIDTH": "64", "HEIGHT": "64", "FORMAT": "image/png"}
+        tile = MERCATOR.tile(10, 50, 4)
+        pbf = f"{server.url}tiles/{polygons.alternate}/{tile.z}/{tile.x}/{tile.y}.pbf"
+        png = f"{server.url}tiles/{polygons.alternate}/{tile.z}/{tile.x}/{tile.y}.png"
+        requests = [(ows, features), (ows, features), (pbf, {}), (pbf, {}), (png, {}), (png, {}),
+                    (ows, wms_map), (ows, wms_map)]
+        responses = _get_all(requests)
+        failures = [(r.request.url, r.status_code, r.text[:300]) for r in responses
+                    if r.status_code != 200]
+        assert not failures, (failures, server.log_tail())
+        assert all(len(r.json()["features"]) == 5 for r in responses[:2])
+        assert all(r.content for r in responses[2:4])

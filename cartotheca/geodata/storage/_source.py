@@ -8,6 +8,7 @@ single parts into multi parts when a layer mixes them, and describing fields and
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import re
 from collections.abc import Iterator
@@ -16,6 +17,11 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyogrio.raw
+import shapely
+from pyproj import CRS
+from pyproj.exceptions import CRSError
 
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata.storage import FieldInfo, SourceLayer
@@ -38,8 +44,6 @@ def check_name(name: str) -> str:
 
 
 def xsd_type(arrow_type: Any) -> str:
-    import pyarrow as pa
-
     if pa.types.is_boolean(arrow_type):
         return "xsd:boolean"
     if pa.types.is_int64(arrow_type) or pa.types.is_uint32(arrow_type) or pa.types.is_uint64(arrow_type):
@@ -65,8 +69,6 @@ def crs_info(user_input: str | None) -> tuple[str, int | None]:
     CRS84, what GDAL gives CSV and GeoJSON) counts as EPSG:4326: the stores use x/y order."""
     if not user_input:
         return "", None
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
 
     try:
         crs = CRS.from_user_input(user_input)
@@ -89,7 +91,6 @@ def crs_for_gdal(user_input: str | None) -> str | None:
 def wkb_type_codes(wkb: Any) -> np.ndarray:
     """ISO WKB type codes (e.g. 1 Point, 1003 Polygon Z, -1 for null) of an Arrow binary array,
     read from bytes 1–4 of each value without parsing the geometries."""
-    import pyarrow as pa
 
     if isinstance(wkb, pa.ChunkedArray):
         wkb = wkb.combine_chunks()
@@ -165,7 +166,6 @@ def declared_type(name: str | None) -> tuple[str | None, bool]:
 
 def promote_geometries(geometries: np.ndarray) -> np.ndarray:
     """Shapely geometries with every single part as a one-part multi geometry."""
-    import shapely
 
     type_ids = shapely.get_type_id(geometries)
     out = geometries.copy()
@@ -181,8 +181,6 @@ def promote_geometries(geometries: np.ndarray) -> np.ndarray:
 
 def promote_to_multi(wkb: Any, type_codes: np.ndarray) -> Any:
     """The WKB column with every single-part geometry as a one-part multi geometry."""
-    import pyarrow as pa
-    import shapely
 
     if not np.isin(type_codes % 1000, list(MULTI_OF)).any():
         return wkb
@@ -217,8 +215,6 @@ class SourceStream:
                 raise InvalidInput(f"{self.label}: text is not valid {self.recode}: {exc}") from None
 
     def _fix(self, batch: Any) -> Any:
-        import pyarrow as pa
-
         if self.renames:
             batch = batch.rename_columns([self.renames.get(n, n) for n in batch.schema.names])
         if self.recode:
@@ -236,7 +232,6 @@ class SourceStream:
     def schema(self) -> Any:
         """The stored schema: attributes renamed (and recoded to UTF-8 text), then ``geom`` as
         plain WKB, last."""
-        import pyarrow as pa
 
         fields = []
         for source_field in self.reader.schema:
@@ -257,7 +252,6 @@ def open_source(source: SourceLayer, batch_size: int = BATCH_SIZE) -> Iterator[S
     """Open ``source`` as an Arrow stream. The shapefile driver recodes text itself (its
     ``encoding`` is GDAL's SHAPE_ENCODING); other drivers hand undecoded bytes through, which are
     decoded here when the upload names a non-UTF-8 character set."""
-    import pyogrio.raw
 
     encoding = source.encoding
     is_shapefile = source.path.lower().endswith((".shp", ".dbf", ".shz", ".shp.zip"))
@@ -270,8 +264,6 @@ def open_source(source: SourceLayer, batch_size: int = BATCH_SIZE) -> Iterator[S
     with contextlib.ExitStack() as stack:
         preloaded = source.preloaded
         if preloaded is not None and preloaded.batches is not None:
-            import pyarrow as pa
-
             meta = preloaded.meta
             reader = pa.RecordBatchReader.from_batches(preloaded.schema, iter(preloaded.batches))
         else:
@@ -307,8 +299,6 @@ def _renames(names: list[str]) -> dict[str, str]:
 
 
 def _codec(name: str) -> str:
-    import codecs
-
     try:
         return codecs.lookup(name).name
     except LookupError:

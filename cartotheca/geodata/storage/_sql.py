@@ -13,7 +13,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import shapely
 import sqlalchemy as sa
+from pyproj import CRS, Transformer
 
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata.storage import FeatureBatch, FeatureQuery, StoredLayer
@@ -24,15 +26,12 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=128)
 def _crs(text: str):
-    from pyproj import CRS
-
     return CRS.from_user_input(text)
 
 
 @lru_cache(maxsize=128)
 def transformer(source: str, target: str):
     """A pyproj transformer between two CRS texts (None when they are the same CRS)."""
-    from pyproj import Transformer
 
     src, dst = _crs(source), _crs(target)
     if src == dst:
@@ -41,8 +40,6 @@ def transformer(source: str, target: str):
 
 
 def reproject(geometries: np.ndarray, source: str, target: str) -> np.ndarray:
-    import shapely
-
     transform = transformer(source, target)
     if transform is None or len(geometries) == 0:
         return geometries

@@ -13,6 +13,10 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import rasterio
+import rasterio.shutil
+from rasterio.enums import ColorInterp
+
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import check_name
@@ -37,10 +41,6 @@ class COGStore:
         return str(self.root / location)
 
     def write_cog(self, source_path: str, name: str) -> str:
-        import rasterio
-        import rasterio.shutil
-        from rasterio.enums import ColorInterp
-
         name = check_name(name)
         location = f"{name}.tif"
         final = Path(self.path(location))

@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyogrio.raw
 import sqlalchemy as sa
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql import operators
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_geometry
@@ -76,8 +79,6 @@ class GeoPackageDateTime(sa.types.TypeDecorator):
 
     class comparator_factory(sa.types.TypeDecorator.Comparator):  # noqa: N801 - SQLAlchemy's name
         def operate(self, op, *other, **kwargs):
-            from sqlalchemy.sql import operators
-
             if op in (operators.eq, operators.ne, operators.lt, operators.le, operators.gt, operators.ge):
                 right = other[0]
                 if not isinstance(right, sa.ColumnElement):
@@ -212,8 +213,6 @@ class GeoPackageStore(SQLVectorStore):
 
     def _copy(self, source: SourceLayer, target: Path, layer: str,
               force_multi: bool) -> tuple[list[FieldInfo], str]:
-        import pyarrow as pa
-
         with open_source(source, self.batch_size) as stream:
             batches = stream.batches()
             first = next(batches, None)
@@ -368,8 +367,6 @@ def _file_crs(path: str, layer: str) -> str | None:
 
 
 def _write_arrow(reader: Any, target: Path, layer: str, geometry_type: str, crs: str | None) -> None:
-    import pyogrio.raw
-
     with warnings.catch_warnings():
         # A layer without a CRS is stored without one; pyogrio's warning says no more than that.
         warnings.filterwarnings("ignore", "'crs' was not provided", UserWarning)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
+import shapely
 
 # Envelope size in bytes by the flags' envelope indicator (bits 1-3): none, xy, xyz, xym, xyzm.
 ENVELOPE_BYTES = np.array([0, 32, 48, 48, 64, 0, 0, 0], dtype=np.int64)
@@ -24,8 +26,6 @@ def wkb_offsets(data: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 def to_wkb_array(blobs: Sequence[bytes | None]):
     """The WKB parts of GeoPackage blobs as an Arrow binary array (nulls stay null)."""
-    import pyarrow as pa
-
     array = pa.array(blobs, type=pa.binary())
     n = len(array)
     if n == 0 or array.null_count == n:
@@ -60,8 +60,6 @@ def to_wkb_array(blobs: Sequence[bytes | None]):
 
 def decode(blobs: Sequence[bytes | None]) -> np.ndarray:
     """Shapely geometries (None for null) of GeoPackage geometry blobs."""
-    import shapely
-
     if len(blobs) == 0:
         return np.empty(0, dtype=object)
     wkb = to_wkb_array(blobs).to_numpy(zero_copy_only=False)
@@ -71,8 +69,6 @@ def decode(blobs: Sequence[bytes | None]) -> np.ndarray:
 def encode(geometries: np.ndarray, srs_id: int) -> list[bytes | None]:
     """GeoPackage blobs (little-endian header with an xy envelope) of shapely geometries; used
     by tests and small writers, the bulk path is GDAL's."""
-    import shapely
-
     out: list[bytes | None] = []
     bounds = shapely.bounds(geometries)
     wkbs = shapely.to_wkb(geometries, byte_order=1, flavor="iso")

@@ -18,7 +18,12 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import shapely
 import sqlalchemy as sa
+from pyproj import CRS
 from sqlalchemy.dialects import postgresql
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
@@ -69,8 +74,6 @@ def _quote(identifier: str) -> str:
 
 
 def _pg_type(arrow_type: Any) -> str:
-    import pyarrow as pa
-
     if pa.types.is_boolean(arrow_type):
         return "boolean"
     if pa.types.is_int64(arrow_type) or pa.types.is_uint32(arrow_type):
@@ -94,7 +97,6 @@ def _pg_type(arrow_type: Any) -> str:
 
 def _csv_column(column: Any) -> Any:
     """A column pyarrow's CSV writer renders as PostgreSQL reads it."""
-    import pyarrow as pa
 
     kind = column.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
@@ -172,8 +174,6 @@ class PostGISStore(SQLVectorStore):
             connection.close()
 
     def _load(self, cursor: Any, source: SourceLayer, name: str, location: str) -> StoredLayer:
-        import pyarrow.csv as pacsv
-
         qualified = self._qualified(location)
         with open_source(source, self.batch_size) as stream:
             batches = stream.batches()
@@ -243,7 +243,6 @@ class PostGISStore(SQLVectorStore):
     @staticmethod
     def _custom_srid(cursor: Any, wkt: str) -> int:
         """An SRID for a CRS without an EPSG code: found by its WKT, else added to spatial_ref_sys."""
-        from pyproj import CRS
 
         cursor.execute("SELECT srid FROM spatial_ref_sys WHERE srtext = %s AND auth_name = 'cartotheca'",
                        (wkt,))
@@ -321,8 +320,6 @@ class PostGISStore(SQLVectorStore):
         return table.c[stored.geometry_column].op("&&")(envelope)
 
     def _decode(self, values: list[Any]) -> np.ndarray:
-        import shapely
-
         if not values:
             return np.empty(0, dtype=object)
         return shapely.from_wkb(np.asarray([None if v is None else bytes(v) for v in values], dtype=object))
@@ -403,7 +400,6 @@ def _typmod(base: str, has_z: bool) -> str:
 
 def _csv_table(batch: Any, attributes: list[Any], srid: int, promote: bool) -> tuple[Any, np.ndarray | None]:
     """The batch as COPY rows (attributes, then hex EWKB) and the bounds of its geometries."""
-    import pyarrow as pa
 
     wkb = batch.column("geom")
     codes = wkb_type_codes(wkb)
@@ -418,7 +414,6 @@ def _csv_table(batch: Any, attributes: list[Any], srid: int, promote: bool) -> t
 
 def _binary_parts(wkb: Any) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data bytes) of a binary Arrow array, offsets relative to the data bytes."""
-    import pyarrow as pa
 
     width = np.int64 if pa.types.is_large_binary(wkb.type) else np.int32
     _, offsets_buffer, data_buffer = wkb.buffers()
@@ -433,9 +428,6 @@ def hex_ewkb(wkb: Any, srid: int) -> Any:
     parsing a geometry: in little-endian WKB the type code's high byte is 0, so it takes the SRID
     flag and the SRID goes in after it (Arrow kernels), then the one data buffer is hex-encoded.
     Anything else (big-endian WKB, flags already set) goes through shapely."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import shapely
 
     if isinstance(wkb, pa.ChunkedArray):
         wkb = wkb.combine_chunks()
@@ -464,7 +456,6 @@ def hex_ewkb(wkb: Any, srid: int) -> Any:
 def _wkb_bounds(wkb: Any, codes: np.ndarray) -> np.ndarray | None:
     """(minx, miny, maxx, maxy) of a column of 2D little-endian points, read straight from the
     bytes; None for other geometries (and when all are null or empty)."""
-    import pyarrow as pa
 
     if isinstance(wkb, pa.ChunkedArray):
         wkb = wkb.combine_chunks()
