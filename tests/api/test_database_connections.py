@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,11 +29,12 @@ import shapely
 from fastapi.testclient import TestClient
 from lxml import etree
 from rasterio.transform import from_bounds
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import make_url
 
+from cartotheca.db.models import Resource
 from tests.clients.conftest import LiveServer, _free_port, _settings_env, _stop, _wait_until_up
-from tests.conftest import PG_ADMIN_URL
+from tests.conftest import ADMIN_PASSWORD, PG_ADMIN_URL
 from tests.factories import make_resource, make_user
 from tests.geodata.fixtures import publish_file
 
@@ -295,3 +297,28 @@ def test_database_outage_answers_503_and_recovers_without_restart(outage, make_s
         down()
         up()
         assert [client.get("api/v2/resources").status_code for _ in range(5)] == [200] * 5
+
+
+def test_server_processes_take_concurrent_writes_and_reads(db, settings, make_settings, tmp_path):
+    """Two server processes on one database: writes queue for the write lock (SQLite: across
+    processes) instead of failing, and reads go on beside them."""
+    owner = make_user(db)
+    ids = [make_resource(db, settings, owner, f"Busy {i}").id for i in range(10)]
+    requests = 100
+
+    with _serving(make_settings, tmp_path / "server.log", WORKERS=2) as (server, _proc):
+        def call(i: int) -> int:
+            with httpx.Client(base_url=server.url, timeout=60, auth=("admin", ADMIN_PASSWORD)) as client:
+                if i % 2:
+                    return client.get("api/v2/resources", params={"page_size": 5}).status_code
+                return client.patch(f"api/v2/resources/{ids[i // 2 % len(ids)]}",
+                                    json={"title": f"Busy {i} renamed"}).status_code
+
+        with ThreadPoolExecutor(40) as pool:
+            statuses = list(pool.map(call, range(requests)))
+        log = server.log_tail()
+    assert statuses == [200] * requests, (sorted(set(statuses)), log)
+    assert "database is locked" not in log
+    db.expire_all()
+    titles = {r.title for r in db.scalars(select(Resource).where(Resource.id.in_(ids)))}
+    assert all(t.endswith(" renamed") for t in titles), titles

@@ -25,7 +25,9 @@ import pytest
 
 from tests.conftest import ADMIN_PASSWORD
 
-STARTUP_TIMEOUT = 60.0
+# A safety limit: two worker processes each importing the map server take most of a minute
+# on a busy two-core machine.
+STARTUP_TIMEOUT = 150.0
 
 
 @dataclass(frozen=True)
