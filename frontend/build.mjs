@@ -28,6 +28,8 @@ copyFileSync(join(here, 'node_modules', 'ol', 'LICENSE.md'), join(out, 'LICENSE-
 // page only when its area filter is shown).
 copyFileSync(join(here, 'node_modules', 'world-atlas', 'countries-110m.json'), join(out, 'world-110m.json'));
 copyFileSync(join(here, 'node_modules', 'world-atlas', 'LICENSE'), join(out, 'LICENSE-world-atlas.txt'));
+// The picture of a user without an avatar of their own (the API's default `avatar`).
+copyFileSync(join(here, 'src', 'avatar.png'), join(out, 'avatar.png'));
 
 // The accessibility engine the end-to-end tests inject (never served by the app).
 mkdirSync(vendor, { recursive: true });

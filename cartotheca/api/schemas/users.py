@@ -7,7 +7,7 @@ from typing import Any
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import User
 
-DEFAULT_AVATAR = "static/cartotheca/img/avatar.png"
+DEFAULT_AVATAR = "static/web/avatar.png"  # served by the web pages' static mount
 
 
 def avatar_url(user: User, site: str) -> str:
