@@ -224,7 +224,8 @@ def _tool(name: str) -> str:
 
 def _gdal(*args: str) -> str:
     env = {"GDAL_HTTP_TIMEOUT": "60", "CPL_DEBUG": "OFF", "PATH": "/usr/bin:/bin",
-           "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"}
+           "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+           "GDAL_ENABLE_WMS_CACHE": "NO"}  # the WMTS driver would cache tiles under the working folder
     result = subprocess.run([_tool(args[0]), *args[1:]], capture_output=True, text=True,
                             timeout=TIMEOUT, env=env)
     assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
