@@ -32,6 +32,7 @@ from rasterio.transform import from_bounds
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import make_url
 
+from cartotheca.catalogue import oauth
 from cartotheca.db.models import Resource
 from tests.clients.conftest import LiveServer, _free_port, _settings_env, _stop, _wait_until_up
 from tests.conftest import ADMIN_PASSWORD, PG_ADMIN_URL
@@ -306,9 +307,18 @@ def test_server_processes_take_concurrent_writes_and_reads(db, settings, make_se
     ids = [make_resource(db, settings, owner, f"Busy {i}").id for i in range(10)]
     requests = 100
 
+    application, secret = oauth.create_application(db, name="writer", grant_types=("password",))
+    db.commit()
+
     with _serving(make_settings, tmp_path / "server.log", WORKERS=2) as (server, _proc):
+        # One password check, then a Bearer token: password checks are rationed per process.
+        grant = httpx.post(f"{server.url}o/token/", auth=(application.client_id, secret), timeout=60,
+                           data={"grant_type": "password", "username": "admin", "password": ADMIN_PASSWORD})
+        assert grant.status_code == 200, grant.text
+        bearer = {"Authorization": f"Bearer {grant.json()['access_token']}"}
+
         def call(i: int) -> int:
-            with httpx.Client(base_url=server.url, timeout=60, auth=("admin", ADMIN_PASSWORD)) as client:
+            with httpx.Client(base_url=server.url, timeout=60, headers=bearer) as client:
                 if i % 2:
                     return client.get("api/v2/resources", params={"page_size": 5}).status_code
                 return client.patch(f"api/v2/resources/{ids[i // 2 % len(ids)]}",
