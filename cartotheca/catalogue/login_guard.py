@@ -10,12 +10,15 @@ login endpoint and form) goes through ``verify``:
   server process agrees: one statement checks, one records.
 * Password hashes are memory-hard (Argon2id, PASSWORD_HASH_MEMORY_KIB each), so at most
   PASSWORD_CHECK_CONCURRENCY checks run at once per process; a request that cannot get a slot
-  within PASSWORD_CHECK_WAIT_SECONDS gets 503 with Retry-After instead of queueing without
-  bound. Unknown accounts cost a dummy check under the same limit (no timing oracle).
+  within PASSWORD_CHECK_WAIT_SECONDS, or finds PASSWORD_CHECK_QUEUE requests already waiting,
+  gets 503 with Retry-After instead of queueing without bound. Unknown accounts cost a dummy
+  check under the same limit (no timing oracle).
 
 Why a flood of wrong passwords does not starve right ones: the lockout is checked before a slot
 is taken, and checked again after waiting for one, so a flooding address is cut off with a cheap
-429 after AXES_FAILURE_LIMIT hashes instead of holding the slots; and Basic credentials verified
+429 after AXES_FAILURE_LIMIT hashes instead of holding the slots; the few waiters hold no pooled
+connection, and the rest get 503 at once, so the flood holds neither the database pool nor the
+server's threads; and Basic credentials verified
 recently are remembered (``auth.CREDENTIALS``, keyed by an HMAC of the password and the stored
 hash), so clients that send them on every request need no slot at all. What remains exposed is a
 first login (or one after the cache expired) during a flood spread over many addresses: it may
@@ -90,8 +93,9 @@ def record_failure(session: Session, settings: Settings, keys: list[str]) -> Non
     now = utcnow()
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    # rows in one order in every statement: concurrent upserts cannot deadlock on PostgreSQL
     statement = insert(LoginFailure).values([
-        {"key": key, "failures": 1, "last_failure": now} for key in keys])
+        {"key": key, "failures": 1, "last_failure": now} for key in sorted(set(keys))])
     table = LoginFailure.__table__
     fresh = table.c.last_failure > now - _cooloff(settings)
     session.execute(statement.on_conflict_do_update(
@@ -109,15 +113,18 @@ def _slots(size: int) -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(size)
 
 
+@cache
+def _waiting_places(size: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(size)
+
+
 @contextmanager
 def check_slot(session: Session, settings: Settings, keys: list[str]) -> Iterator[None]:
     """Hold one of the process's password check slots. Whoever had to wait looks at the
     lockout again: the failures recorded meanwhile may have locked it out."""
     slots = _slots(settings.PASSWORD_CHECK_CONCURRENCY)
     if not slots.acquire(blocking=False):
-        if not slots.acquire(timeout=settings.PASSWORD_CHECK_WAIT_SECONDS):
-            raise Busy("Too many logins are being checked; try again shortly.",
-                       retry_after=max(1, math.ceil(settings.PASSWORD_CHECK_WAIT_SECONDS)))
+        _wait_for_slot(session, settings, slots)
         try:
             refuse_if_locked(session, settings, keys)
         except BaseException:
@@ -127,6 +134,25 @@ def check_slot(session: Session, settings: Settings, keys: list[str]) -> Iterato
         yield
     finally:
         slots.release()
+
+
+def _wait_for_slot(session: Session, settings: Settings, slots: threading.BoundedSemaphore) -> None:
+    """Wait for a check slot, if a waiting place is free. Waiters hold a server thread each:
+    with the queue bounded, a flood is refused at once (503) instead of taking every thread
+    from the requests that need no password check."""
+    busy = Busy("Too many logins are being checked; try again shortly.",
+                retry_after=max(1, math.ceil(settings.PASSWORD_CHECK_WAIT_SECONDS)))
+    places = _waiting_places(settings.PASSWORD_CHECK_QUEUE)
+    if not places.acquire(blocking=False):
+        raise busy
+    try:
+        # Give the pooled connection back while waiting (the request has only read so far and
+        # its objects stay loaded): a queue of logins must not hold the pool either.
+        session.commit()
+        if not slots.acquire(timeout=settings.PASSWORD_CHECK_WAIT_SECONDS):
+            raise busy
+    finally:
+        places.release()
 
 
 def verify(session: Session, settings: Settings, *, username: str | None, address: str | None,
