@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     # Password checks running at once per process (each holds PASSWORD_HASH_MEMORY_KIB), how
     # many requests may wait for one, and how long, before a 503 with Retry-After
     PASSWORD_CHECK_CONCURRENCY: int = Field(default=1, ge=1)
-    PASSWORD_CHECK_QUEUE: int = Field(default=4, ge=1)
+    PASSWORD_CHECK_QUEUE: int = Field(default=16, ge=1)
     PASSWORD_CHECK_WAIT_SECONDS: float = Field(default=2.0, gt=0)
     # Failed logins (django-axes' settings, GeoNode's defaults): after AXES_FAILURE_LIMIT
     # failures per lockout parameter, 429 until AXES_COOLOFF_TIME hours after the last one

@@ -59,9 +59,16 @@ def verify_login(session: Session, settings: Settings, user: User | None, userna
     """Whether ``password`` is ``user``'s, under the failed-login lockout and the limit on
     concurrent checks; an unknown account costs a dummy check (no timing oracle)."""
     stored = user.password if user is not None else None
-    return login_guard.verify(
-        session, settings, username=username, address=address, checked=checked,
-        check=lambda: check_password(stored or _dummy(), password) and bool(stored))
+
+    def check() -> bool:
+        # Parallel first requests of one client queue with the same credentials: once one of
+        # them has verified them, the others need no hash of their own.
+        if user is not None and CREDENTIALS.known(user, password):
+            return True
+        return check_password(stored or _dummy(), password) and bool(stored)
+
+    return login_guard.verify(session, settings, username=username, address=address,
+                              checked=checked, check=check)
 
 
 def digest(token: str) -> str:
