@@ -196,15 +196,21 @@ def user_from_basic(session: Session, header_value: str, settings: Settings,
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
     # A locked-out account or address is refused even with the right password, before any
-    # hashing and before the remembered credentials are consulted.
+    # hashing and before the remembered credentials are consulted. The lockout is read in the
+    # account's own statement, so a Basic request costs no statement more than before.
     keys = login_guard.lockout_keys(settings, username, address)
-    login_guard.refuse_if_locked(session, settings, keys)
+    locked = login_guard.locked_since(settings, keys)
+    columns = [User, GroupMember.group_id, GroupMember.role, *([locked] if locked is not None else [])]
     # No account name holds a NUL character (PostgreSQL could not even compare one).
     rows = [] if "\x00" in username else session.execute(
-        select(User, GroupMember.group_id, GroupMember.role)
+        select(*columns)
         .outerjoin(GroupMember, GroupMember.user_id == User.id)
         .where(User.username == username)
     ).all()
+    if rows and locked is not None:
+        login_guard.raise_if_locked(settings, rows[0][3])
+    elif not rows:
+        login_guard.refuse_if_locked(session, settings, keys)
     user = rows[0][0] if rows else None
     if user is None or not CREDENTIALS.known(user, password):
         if not verify_login(session, settings, user, username, password, address, checked=True):
@@ -212,7 +218,7 @@ def user_from_basic(session: Session, header_value: str, settings: Settings,
         CREDENTIALS.remember(user, password)
     if not user.is_active:
         raise AuthenticationFailed("User inactive or deleted.")
-    return user, [(gid, role) for _, gid, role in rows if gid is not None]
+    return user, [(row[1], row[2]) for row in rows if row[1] is not None]
 
 
 def user_from_bearer(session: Session, token: str) -> tuple[User | None, frozenset[str]]:

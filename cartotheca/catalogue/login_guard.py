@@ -67,21 +67,34 @@ def _cooloff(settings: Settings) -> dt.timedelta:
     return dt.timedelta(hours=settings.AXES_COOLOFF_TIME)
 
 
-def refuse_if_locked(session: Session, settings: Settings, keys: list[str]) -> None:
-    """Raise TooManyAttempts while any of ``keys`` is locked out (one indexed statement)."""
+def locked_since(settings: Settings, keys: list[str]):
+    """A scalar subquery: the last failure of the first of ``keys`` still locked out, or NULL.
+    Callers that read the account anyway put it in that statement, so a login costs no
+    statement of its own; ``None`` when there is nothing to check."""
     if not keys:
-        return
-    now = utcnow()
-    last = session.scalar(
+        return None
+    return (
         select(func.max(LoginFailure.last_failure)).where(
             LoginFailure.key.in_(keys),
             LoginFailure.failures >= settings.AXES_FAILURE_LIMIT,
-            LoginFailure.last_failure > now - _cooloff(settings),
-        )
+            LoginFailure.last_failure > utcnow() - _cooloff(settings),
+        ).scalar_subquery()
     )
-    if last is not None:
-        remaining = (last + _cooloff(settings) - now).total_seconds()
+
+
+def raise_if_locked(settings: Settings, last_failure: dt.datetime | None) -> None:
+    """Raise TooManyAttempts, with the seconds left, for a lockout whose last failure was
+    ``last_failure`` (the value of ``locked_since``)."""
+    if last_failure is not None:
+        remaining = (last_failure + _cooloff(settings) - utcnow()).total_seconds()
         raise TooManyAttempts(max(1, math.ceil(remaining)))
+
+
+def refuse_if_locked(session: Session, settings: Settings, keys: list[str]) -> None:
+    """Raise TooManyAttempts while any of ``keys`` is locked out (one indexed statement)."""
+    locked = locked_since(settings, keys)
+    if locked is not None:
+        raise_if_locked(settings, session.scalar(select(locked)))
 
 
 def record_failure(session: Session, settings: Settings, keys: list[str]) -> None:
