@@ -11,6 +11,7 @@ import click
 
 from cartotheca import __version__, siteurl
 from cartotheca.catalogue import oauth
+from cartotheca.catalogue.auth import configure_password_hashing
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.errors import CartothecaError
 from cartotheca.server import ServerLimits, uvicorn_options
@@ -81,7 +82,7 @@ def _prepare(settings: Settings, *, create_admin: bool = True, announce: bool = 
     from cartotheca.db.migrate import upgrade
     from cartotheca.db.session import make_engine, make_sessionmaker
 
-    settings.configure_process()
+    configure_password_hashing(settings)
     engine = make_engine(settings)
     upgrade(engine)
     with make_sessionmaker(engine)() as session:
@@ -172,7 +173,7 @@ def createsuperuser(username: str | None, email: str, password: str | None, noin
                                    "(--password or CARTOTHECA_SUPERUSER_PASSWORD)")
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     settings = _settings()
-    settings.configure_process()
+    configure_password_hashing(settings)
     engine = make_engine(settings)
     upgrade(engine)
     with make_sessionmaker(engine)() as session:

@@ -302,13 +302,6 @@ class Settings(BaseSettings):
                                  "or a list of them (locked out together)")
         return value
 
-    def configure_process(self) -> None:
-        """Process-wide choices that follow the settings (password hashing cost)."""
-        from cartotheca.catalogue.auth import configure_password_hashing
-
-        configure_password_hashing(self.PASSWORD_HASH_TIME_COST, self.PASSWORD_HASH_MEMORY_KIB,
-                                   self.PASSWORD_HASH_PARALLELISM)
-
     @property
     def site_base(self) -> str:
         """SITEURL without the trailing slash. The URLs the service answers with are built

@@ -14,7 +14,7 @@ from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
 from cartotheca.api.site import SiteMiddleware
 from cartotheca.catalogue import accounts, events
-from cartotheca.catalogue.auth import InternalGroups
+from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
@@ -55,7 +55,7 @@ class TrailingSlash:
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or get_settings()
-    settings.configure_process()
+    configure_password_hashing(settings)
     engine = make_engine(settings)
     if migrate:
         upgrade(engine)

@@ -27,10 +27,13 @@ _hasher = PasswordHasher()
 _dummy_hash: str | None = None
 
 
-def configure_password_hashing(time_cost: int, memory_kib: int, parallelism: int) -> None:
-    """Set the cost of new password hashes (existing hashes carry their own parameters)."""
+def configure_password_hashing(settings: Settings) -> None:
+    """Set the cost of new password hashes (existing hashes carry their own parameters); called
+    once per process by whatever starts it (the app, the CLI)."""
     global _hasher, _dummy_hash
-    _hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
+    _hasher = PasswordHasher(time_cost=settings.PASSWORD_HASH_TIME_COST,
+                             memory_cost=settings.PASSWORD_HASH_MEMORY_KIB,
+                             parallelism=settings.PASSWORD_HASH_PARALLELISM)
     _dummy_hash = None
 
 
