@@ -435,9 +435,13 @@ def slow_reader(host: str, port: int, seed: dict, budget: Budget, tally: Tally) 
 
 
 def wrong_password(host: str, port: int, budget: Budget, tally: Tally) -> None:
-    """Concurrent Basic authentication with a wrong password, as fast as the server answers."""
-    conn = http.client.HTTPConnection(host, port, timeout=60)
-    headers = basic(ADMIN[0], "not-the-password")
+    """Concurrent Basic authentication with a wrong password for a made-up account, as fast as
+    the server answers. It comes from an address of its own (127.0.0.9 when the server is on
+    127.0.0.1): the login throttle locks out the flooding address, and the other clients must
+    not be locked out with it."""
+    source = ("127.0.0.9", 0) if host == "127.0.0.1" else None
+    conn = http.client.HTTPConnection(host, port, timeout=60, source_address=source)
+    headers = basic("soak-flood-nobody", "not-the-password")
     while time.monotonic() < budget.deadline:
         t0 = time.perf_counter()
         try:
