@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, column, delete, func, or_, select, table
 from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, selectinload
 
 from cartotheca.catalogue import events, query
@@ -736,8 +737,12 @@ def add_favorite(session: Session, principal: Principal, resource: Resource) -> 
         Favorite.user_id == principal.id, Favorite.resource_id == resource.id))
     if exists:
         raise InvalidInput("Resource is already in favorites")
-    session.add(Favorite(user_id=principal.id, resource_id=resource.id))
-    session.flush()
+    try:
+        with session.begin_nested():
+            session.add(Favorite(user_id=principal.id, resource_id=resource.id))
+    except IntegrityError:
+        # The same user's other request added it between the check and the insert.
+        raise InvalidInput("Resource is already in favorites") from None
 
 
 def remove_favorite(session: Session, principal: Principal, resource: Resource) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from cartotheca.db.models import Favorite, Resource
 from tests.conftest import basic
@@ -296,6 +296,37 @@ def test_favorites(client, db, settings, people):
     db.expire_all()
     assert db.scalar(select(func.count()).select_from(Favorite)) == 0
     assert client.post("/api/v2/resources/999999/favorite", headers=ANA).status_code == 404
+
+
+def test_favorite_added_by_a_concurrent_request_is_a_400_not_a_500(client, app, db, settings, people):
+    """The same user's other request inserts the favourite between this one's check and insert:
+    the unique constraint refuses the second, which is answered like any duplicate."""
+    resource = make_resource(db, settings, people[1], "Raced")
+    user_id = db.scalar(select(Resource.owner_id).where(Resource.id == resource.id))
+    ana_id = people[0].id
+    assert user_id != ana_id
+    engine = app.state.cartotheca.engine
+    raced = []
+
+    def other_request_first(conn, cursor, statement, *_args):
+        if statement.lstrip().upper().startswith("INSERT INTO FAVORITES") and not raced:
+            raced.append(True)
+            with engine.begin() as other:
+                other.execute(Favorite.__table__.insert().values(user_id=ana_id, resource_id=resource.id))
+
+    event.listen(engine, "before_cursor_execute", other_request_first)
+    try:
+        answer = client.post(f"/api/v2/resources/{resource.id}/favorite", headers=ANA)
+    finally:
+        event.remove(engine, "before_cursor_execute", other_request_first)
+    assert raced == [True]
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"] == ["Resource is already in favorites"]
+    assert db.scalar(select(func.count()).select_from(Favorite).where(
+        Favorite.resource_id == resource.id)) == 1
+    # the request's session is usable afterwards: the favourite is listed
+    listed = client.get("/api/v2/resources/favorites", headers=ANA).json()["favorites"]
+    assert [r["title"] for r in listed] == ["Raced"]
 
 
 def test_favorite_of_invisible_resource(client, db, settings, people):
