@@ -50,6 +50,20 @@ def wait_unpacked(staging: Path, name: str, after_ns: int = 0) -> int:
     return wait_for(fresh, "the archive to be unpacked")
 
 
+def kill_after_each_unpacking(process, staging: Path, name: str, kills: int, db, exec_id: str,
+                              restarted=lambda: None) -> None:
+    """Kill ``process`` (a server or a worker) ``kills`` times, each time once the running attempt
+    has unpacked the archive, and start it again: slowly while more kills follow, at full speed
+    after the last; ``restarted`` waits until it answers."""
+    stamp = 0
+    for kill in range(kills):
+        stamp = wait_unpacked(staging, name, stamp)
+        process.kill()
+        assert status_of(db, exec_id) == "running"
+        process.start(**(SLOW if kill + 1 < kills else FAST))
+        restarted()
+
+
 def check_ended(db, exec_id: str, final: str, staging: Path, name: str, log: str) -> None:
     db.expire_all()
     upload = db.scalar(select(Upload).where(Upload.exec_id == exec_id))
@@ -85,13 +99,8 @@ def test_inprocess_zip_import_killed_after_unpacking(db, settings, spawn, base_a
     exec_id = start.json()["execution_id"]
     staging = staging_of(db, settings, exec_id)
 
-    stamp = 0
-    for kill in range(kills):
-        stamp = wait_unpacked(staging, "zipped_wells", stamp)
-        server.kill()
-        assert status_of(db, exec_id) == "running"
-        server.start(**(SLOW if kill + 1 < kills else FAST))
-        wait_http(f"{base}/api/v2/")
+    kill_after_each_unpacking(server, staging, "zipped_wells", kills, db, exec_id,
+                              restarted=lambda: wait_http(f"{base}/api/v2/"))
 
     final = wait_status(db, exec_id, {"finished", "failed"})
     assert final == wanted, server.log()
@@ -116,12 +125,7 @@ def test_celery_zip_import_killed_after_unpacking(db, settings, spawn, make_app,
         assert start.status_code == 200, start.text
         exec_id = start.json()["execution_id"]
         staging = staging_of(db, settings, exec_id)
-        stamp = 0
-        for kill in range(kills):
-            stamp = wait_unpacked(staging, "zipped_springs", stamp)
-            worker.kill()
-            assert status_of(db, exec_id) == "running"
-            worker.start(**(SLOW if kill + 1 < kills else FAST))
+        kill_after_each_unpacking(worker, staging, "zipped_springs", kills, db, exec_id)
 
         final = wait_status(db, exec_id, {"finished", "failed"})
         assert final == wanted, worker.log()
