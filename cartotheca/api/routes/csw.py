@@ -35,10 +35,9 @@ async def csw(request: Request, db: DbDep, principal: PrincipalDep, settings: Se
     answer = await run_in_threadpool(service.handle, scope, params, body)
     if scope.unavailable:
         log.warning("database unavailable for CSW: %s", scope.unavailable[0])
-        version = "3.0.0" if body is None and "3.0" in str(params.get("version", "")) \
-            else service.DEFAULT_VERSION
         report = service.exception_report(
-            "NoApplicableCode", "The service is temporarily unavailable; try again later.", None, version)
+            "NoApplicableCode", "The service is temporarily unavailable; try again later.", None,
+            service.report_version(params, body))
         return Response(report, status_code=503, media_type=service.XML_TYPE,
                         headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     return Response(answer.body, status_code=answer.status, media_type=answer.content_type)

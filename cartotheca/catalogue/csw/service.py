@@ -44,8 +44,13 @@ def handle(scope: RequestScope, params: Mapping[str, str], body: bytes | None = 
             return _run(scope, request=_checked_body(body))
         return _run(scope, kvp=_checked_params(params))
     except Refused as exc:
-        version = "3.0.0" if body is None and "3.0" in str(params.get("version", "")) else "2.0.2"
-        return CswResponse(400, XML_TYPE, exception_report(exc.code, exc.message, exc.locator, version))
+        return CswResponse(400, XML_TYPE, exception_report(exc.code, exc.message, exc.locator,
+                                                           report_version(params, body)))
+
+
+def report_version(params: Mapping[str, str], body: bytes | None) -> str:
+    """The version of an exception report for a request refused before pycsw answered it."""
+    return "3.0.0" if body is None and "3.0" in str(params.get("version", "")) else DEFAULT_VERSION
 
 
 class Refused(Exception):
