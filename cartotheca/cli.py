@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from cartotheca import __version__, siteurl
+from cartotheca import __version__, siteurl, timeutil
 from cartotheca.catalogue import oauth
 from cartotheca.catalogue.auth import configure_password_hashing
 from cartotheca.db.session import make_engine, make_sessionmaker
@@ -127,11 +127,10 @@ def monitoring_collect(until: str | None) -> None:
     """Run one collection cycle: aggregate finished periods, evaluate notification checks."""
     from cartotheca.db.session import make_engine, make_sessionmaker
     from cartotheca.monitoring.collector import collect_once
-    from cartotheca.monitoring.validation import parse_timestamp
 
     settings = _settings()
     _prepare(settings, create_admin=False)
-    moment = parse_timestamp(until) if until else None
+    moment = timeutil.read_datetime(until, form=True) if until else None
     if until and moment is None:
         raise click.BadParameter(f"not a date/time: {until}", param_hint="--until")
     engine = make_engine(settings)

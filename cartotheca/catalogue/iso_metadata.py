@@ -25,7 +25,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 
-from cartotheca import xmlsafe
+from cartotheca import timeutil, xmlsafe
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     Category,
@@ -214,7 +214,7 @@ def read_iso(root: etree._Element) -> IsoRecord:
 def _citation_date(citation: etree._Element) -> tuple[dt.datetime | None, str | None]:
     for entry in _all(citation, "date/*"):
         kind = _code(_first(entry, "dateType/*"))
-        value = _parse_date(_text(entry, "date"))
+        value = timeutil.read_datetime(_text(entry, "date"), any_z=True, reduced=True)
         if kind in DATE_TYPES and value is not None:
             return value, kind
     return None, None
@@ -258,11 +258,12 @@ def _party(el: etree._Element, default_role: str) -> Party:
 def _temporal_extent(info: etree._Element) -> tuple[dt.datetime | None, dt.datetime | None] | None:
     for extent in _all(info, "extent/*/temporalElement/*/extent/*"):
         if _local(extent) == "TimePeriod":
-            start = _parse_date(_text(extent, "beginPosition") or
-                                _text(extent, "begin/*/timePosition"))
-            end = _parse_date(_text(extent, "endPosition") or _text(extent, "end/*/timePosition"))
+            start = timeutil.read_datetime(_text(extent, "beginPosition") or
+                                           _text(extent, "begin/*/timePosition"), any_z=True, reduced=True)
+            end = timeutil.read_datetime(_text(extent, "endPosition") or
+                                         _text(extent, "end/*/timePosition"), any_z=True, reduced=True)
         elif _local(extent) == "TimeInstant":
-            start = end = _parse_date(_text(extent, "timePosition"))
+            start = end = timeutil.read_datetime(_text(extent, "timePosition"), any_z=True, reduced=True)
         else:
             continue
         if start is not None or end is not None:
@@ -286,25 +287,6 @@ def _constraints(info: etree._Element, record: IsoRecord) -> None:
             value = _code(code)
             if value:
                 record.restriction_codes.append(value)
-
-
-def _parse_date(text: str | None) -> dt.datetime | None:
-    """ISO dates and date-times (``2020``, ``2020-05``, ``2020-05-04``, with a time and an
-    offset) as naive UTC; anything else (``now``, ``unknown``) is no date."""
-    if not text:
-        return None
-    text = text.strip()
-    if re.fullmatch(r"\d{4}", text):
-        text += "-01-01"
-    elif re.fullmatch(r"\d{4}-\d{2}", text):
-        text += "-01"
-    try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value
 
 
 # ---------------------------------------------------------------------------------------

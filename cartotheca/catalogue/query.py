@@ -18,6 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 from sqlalchemy import ColumnElement, Select, and_, false, func, not_, or_, true
 
+from cartotheca import timeutil
 from cartotheca.errors import InvalidQuery
 
 OPERATORS = {
@@ -87,16 +88,6 @@ def strict_bool(raw: str, param: str) -> bool:
     raise InvalidQuery(f"Invalid value for {param}: {raw}")
 
 
-def parse_datetime(raw: str) -> dt.datetime:
-    text = raw.strip().replace(" ", "T")
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    value = dt.datetime.fromisoformat(text)
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value
-
-
 def convert(raw: str, kind: type, param: str) -> Any:
     try:
         if kind is bool:  # "maybe" is not a boolean: a 400 naming the parameter, as GeoNode's
@@ -112,7 +103,7 @@ def convert(raw: str, kind: type, param: str) -> Any:
                 raise ValueError(raw)
             return value
         if kind is dt.datetime:
-            return parse_datetime(raw)
+            return timeutil.parse_datetime(raw)
         if "\x00" in raw:
             raise ValueError(raw)
         return raw

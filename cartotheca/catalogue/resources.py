@@ -12,6 +12,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, joinedload, selectinload
 
+from cartotheca import timeutil
 from cartotheca.catalogue import events, query
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
@@ -634,7 +635,7 @@ def _datetime(key: str, value: Any, *, required: bool = False) -> dt.datetime | 
     if not isinstance(value, str):
         raise InvalidInput(f"{key}: expected an ISO 8601 date-time")
     try:
-        return query.parse_datetime(value)
+        return timeutil.parse_datetime(value)
     except ValueError:
         raise InvalidInput(f"{key}: expected an ISO 8601 date-time") from None
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from cartotheca import timeutil
 from cartotheca.errors import InvalidInput, NotFound
 
 REQUIRED = "This field is required."
@@ -128,7 +129,7 @@ class Form:
         value = self.text(name)
         if value is None:
             return None
-        parsed = parse_timestamp(value)
+        parsed = timeutil.read_datetime(value, form=True)
         if parsed is None:
             self.error(name, "Enter a valid date/time.")
         return parsed
@@ -167,23 +168,6 @@ def to_number(value: Any) -> float | None:
     except ValueError:
         return None
     return number if math.isfinite(number) else None
-
-
-def parse_timestamp(value: str) -> dt.datetime | None:
-    """A date, or a date and time (ISO 8601, ``T`` or space, optional zone); naive UTC."""
-    text = value.strip()
-    # An unescaped "+" of a zone offset arrives as a space in a query string.
-    text = re.sub(r"(\d) (\d\d:?\d\d)$", r"\1+\2", text) if text.count(":") >= 2 else text
-    text = text.replace(" ", "T", 1) if "T" not in text else text
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = dt.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
-    return parsed
 
 
 # The longest duration accepted (100 years): longer ones overflow datetime arithmetic.

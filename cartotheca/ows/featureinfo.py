@@ -23,7 +23,7 @@ import shapely
 from rasterio.windows import Window
 from shapely.geometry import box, mapping
 
-from cartotheca import siteurl
+from cartotheca import siteurl, timeutil
 from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
 from cartotheca.ows import render
 from cartotheca.xmlsafe import escape, quoteattr
@@ -56,7 +56,7 @@ def query_vector(settings: Any, resource: Any, dataset: Any, area: tuple[float, 
     native_area = _box_to(area, crs.srs, native_srs)
     target = shapely.segmentize(native_area, max(native_area.length / 64, 1e-12))
     store = vector_store(settings, dataset.storage)
-    intervals = render.parse_time(time) if time and dataset.has_time and dataset.time_attribute else None
+    intervals = timeutil.parse_time(time) if time and dataset.has_time and dataset.time_attribute else None
     query = FeatureQuery(
         bbox=native_area.bounds,
         geometry_predicate=lambda geoms: np.asarray(shapely.intersects(geoms, target), dtype=bool),
@@ -67,7 +67,7 @@ def query_vector(settings: Any, resource: Any, dataset: Any, area: tuple[float, 
     reproject = native_srs != crs.srs
     for index, fid in enumerate(batch.fids):
         props = {name: batch.properties[name][index] for name in batch.properties}
-        if intervals is not None and not render.time_matches(
+        if intervals is not None and not timeutil.time_matches(
                 props.get(dataset.time_attribute), props.get(dataset.time_end_attribute or ""), intervals):
             continue
         geometry = batch.geometries[index]

@@ -44,6 +44,7 @@ from cartotheca.geodata.storage import raster_store, stored_layer, vector_store
 from cartotheca.ows import sld as sldlib
 from cartotheca.ows.styles import default_sld
 from cartotheca.settings import Settings
+from cartotheca.timeutil import format_time, parse_time, to_datetime
 
 # MIME type → mapnik encoder. PNG at zlib level 1: on 256 px tiles it encodes 2-3 times
 # faster than the default level for some 20% more bytes, and encoding is a large share of
@@ -77,10 +78,6 @@ class LayerSpec:
     time: str | None = None
     opacity: float = 1.0
     sample: int = 1  # draw only features whose fid is a multiple of this (thumbnails of big layers)
-
-
-class InvalidTime(InvalidInput):
-    """A TIME value that is not ISO 8601 (WMS: InvalidDimensionValue)."""
 
 
 def available_formats() -> list[str]:
@@ -194,83 +191,6 @@ def generated_sld(dataset: Any) -> str:
 
 # -- TIME -------------------------------------------------------------------------------------
 
-_ISO = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,6})\d*)?)?"
-                  r"(Z|[+-]\d{2}:?\d{2})?)?)?)?$")
-
-
-def parse_time(value: str) -> list[tuple[dt.datetime, dt.datetime]]:
-    """WMS TIME (instants, reduced-precision periods and start/end[/resolution] ranges, comma
-    separated) as closed intervals of naive UTC datetimes. "2020" covers the whole year."""
-    intervals = []
-    for part in value.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "/" in part:
-            pieces = part.split("/")
-            if len(pieces) not in (2, 3):
-                raise InvalidTime(f"TIME range {part!r} is not start/end[/period]")
-            intervals.append((_period(pieces[0])[0], _period(pieces[1])[1]))
-        else:
-            intervals.append(_period(part))
-    if not intervals:
-        raise InvalidTime("TIME has no value")
-    return intervals
-
-
-def _period(text: str) -> tuple[dt.datetime, dt.datetime]:
-    match = _ISO.match(text.strip())
-    if not match:
-        raise InvalidTime(f"TIME value {text!r} is not an ISO 8601 date or time")
-    year, month, day, hour, minute, second, fraction, zone = match.groups()
-    try:
-        start = dt.datetime(int(year), int(month or 1), int(day or 1), int(hour or 0),
-                            int(minute or 0), int(second or 0), int((fraction or "0").ljust(6, "0")))
-    except ValueError as exc:
-        raise InvalidTime(f"TIME value {text!r}: {exc}") from None
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        digits = zone[1:].replace(":", "")
-        start -= sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    if hour is not None:
-        end = start
-        if second is None:
-            end = start + dt.timedelta(minutes=1) - dt.timedelta(microseconds=1)
-    elif day is not None:
-        end = start + dt.timedelta(days=1) - dt.timedelta(microseconds=1)
-    elif month is not None:
-        nxt = start.replace(year=start.year + 1, month=1) if start.month == 12 \
-            else start.replace(month=start.month + 1)
-        end = nxt - dt.timedelta(microseconds=1)
-    else:
-        end = start.replace(year=start.year + 1) - dt.timedelta(microseconds=1)
-    return start, end
-
-
-def to_datetime(value: Any) -> dt.datetime | None:
-    """A stored time attribute value (datetime, date or ISO text) as naive UTC."""
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day)
-    try:
-        return _period(str(value).strip())[0]
-    except InvalidTime:
-        return None
-
-
-def time_matches(start: Any, end: Any, intervals: list[tuple[dt.datetime, dt.datetime]]) -> bool:
-    first = to_datetime(start)
-    if first is None:
-        return False
-    last = to_datetime(end) or first
-    return any(first <= hi and last >= lo for lo, hi in intervals)
-
-
 _TIME_VALUES: OrderedDict[tuple, list[str]] = OrderedDict()
 _TIME_LOCK = threading.Lock()
 
@@ -294,10 +214,6 @@ def time_values(settings: Settings, resource: Any, dataset: Any) -> list[str]:
         while len(_TIME_VALUES) > 256:
             _TIME_VALUES.popitem(last=False)
     return result
-
-
-def format_time(value: dt.datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
 def _time_params(params: dict[str, Any], dataset: Any, value: str) -> dict[str, Any]:

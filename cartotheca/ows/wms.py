@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from starlette.responses import JSONResponse, Response
 
+from cartotheca import timeutil
 from cartotheca.catalogue.datasets import get_dataset_to_draw, visible_datasets
 from cartotheca.db.models import DatasetAttribute
 from cartotheca.errors import (
@@ -181,8 +182,8 @@ def layer_time(req: OWSRequest, resource: Any, dataset: Any) -> str | None:
                                f"Layer {dataset.name} has no time values; give TIME", locator="time")
         return values[-1]
     try:
-        render.parse_time(raw)
-    except render.InvalidTime as exc:
+        timeutil.parse_time(raw)
+    except timeutil.InvalidTime as exc:
         raise OWSException("InvalidDimensionValue", exc.message, locator="time") from None
     return raw
 
@@ -250,7 +251,7 @@ def get_map(req: OWSRequest, version: str) -> Response:
     try:
         data = render.render_image(req.settings, specs, view.bbox, view.crs.code, view.width, view.height,
                                    image_format=image_format, transparent=transparent, bgcolor=bgcolor)
-    except render.InvalidTime as exc:
+    except timeutil.InvalidTime as exc:
         raise OWSException("InvalidDimensionValue", exc.message, locator="time") from None
     except render.RenderError as exc:
         raise OWSException("NoApplicableCode", exc.message) from None

@@ -6,7 +6,8 @@ import datetime as dt
 
 import pytest
 
-from cartotheca.monitoring.validation import FieldErrors, Form, parse_duration, parse_timestamp
+from cartotheca import timeutil
+from cartotheca.monitoring.validation import FieldErrors, Form, parse_duration
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -19,7 +20,7 @@ from cartotheca.monitoring.validation import FieldErrors, Form, parse_duration, 
     ("tomorrow", None),
 ])
 def test_timestamps_are_naive_utc(text, expected):
-    assert parse_timestamp(text) == expected
+    assert timeutil.read_datetime(text, form=True) == expected
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

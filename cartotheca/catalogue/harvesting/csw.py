@@ -11,12 +11,11 @@ from typing import Any
 
 from owslib.catalogue.csw2 import CswRecord
 
-from cartotheca import xmlsafe
+from cartotheca import timeutil, xmlsafe
 from cartotheca.catalogue.harvesting.remote import (
     RemoteClient,
     RemoteResource,
     lonlat_box,
-    parse_time,
     with_query,
 )
 from cartotheca.errors import InvalidInput
@@ -85,10 +84,11 @@ def _remote(record: CswRecord) -> RemoteResource | None:
         unique_identifier=record.identifier[:255],
         title=(record.title or record.identifier)[:255],
         resource_type=kind if kind in LOCAL_TYPES else "dataset",
-        last_updated=parse_time(record.modified),
+        last_updated=timeutil.read_datetime(record.modified, any_z=True),
         abstract=record.abstract or "",
         keywords=[s for s in record.subjects or [] if s and s.strip()],
-        date=parse_time(record.date) or parse_time(record.created),
+        date=(timeutil.read_datetime(record.date, any_z=True)
+              or timeutil.read_datetime(record.created, any_z=True)),
         bbox=box,
         links=links,
         metadata_only=True,

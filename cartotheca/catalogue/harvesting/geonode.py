@@ -12,11 +12,11 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from cartotheca import timeutil
 from cartotheca.catalogue.harvesting.remote import (
     RemoteClient,
     RemoteResource,
     lonlat_box,
-    parse_time,
     with_query,
 )
 from cartotheca.net import FetchFailed
@@ -80,11 +80,11 @@ class GeonodeHarvester:
             unique_identifier=str(identifier),
             title=str(record.get("title") or identifier)[:255],
             resource_type=record["resource_type"],
-            last_updated=parse_time(record.get("last_updated")),
+            last_updated=timeutil.read_datetime(record.get("last_updated"), any_z=True),
             abstract=str(record.get("abstract") or ""),
             keywords=[str(k["name"]) for k in record.get("keywords") or []
                       if isinstance(k, dict) and k.get("name")],
-            date=parse_time(record.get("date")),
+            date=timeutil.read_datetime(record.get("date"), any_z=True),
             date_type=record.get("date_type"),
             bbox=lonlat_box(coords) if coords else None,
             thumbnail_url=record.get("thumbnail_url") or None,

@@ -132,23 +132,6 @@ class RemoteClient:
             raise net.FetchFailed(f"{url} did not answer JSON") from None
 
 
-def parse_time(value: Any) -> dt.datetime | None:
-    """An ISO date or date-time from a remote, as naive UTC; None when absent or unreadable."""
-    if isinstance(value, dt.datetime):
-        parsed = value
-    elif isinstance(value, str) and value.strip():
-        text = value.strip().replace("Z", "+00:00")
-        try:
-            parsed = dt.datetime.fromisoformat(text)
-        except ValueError:
-            return None
-    else:
-        return None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
-    return parsed
-
-
 def lonlat_box(values: Any) -> tuple[float, float, float, float] | None:
     """A valid lon/lat box from four numbers, else None."""
     try:

@@ -7,11 +7,11 @@ import ipaddress
 
 import pytest
 
+from cartotheca import timeutil
 from cartotheca.catalogue.harvesting.remote import (
     RemoteResource,
     address_policy,
     check_remote_url,
-    parse_time,
 )
 from cartotheca.errors import InvalidInput
 from cartotheca.net import URLRefused
@@ -52,6 +52,7 @@ def test_remote_resource_round_trip_and_hash():
     assert again == remote and again.content_hash == remote.content_hash
     again.title = "Streams"
     assert again.content_hash != remote.content_hash
-    assert parse_time("2024-05-01T12:00:00.000000Z") == dt.datetime(2024, 5, 1, 12)
-    assert parse_time("2024-05-01T14:00:00+02:00") == dt.datetime(2024, 5, 1, 12)
-    assert parse_time("yesterday") is None and parse_time(None) is None
+    assert timeutil.read_datetime("2024-05-01T12:00:00.000000Z", any_z=True) == dt.datetime(2024, 5, 1, 12)
+    assert timeutil.read_datetime("2024-05-01T14:00:00+02:00", any_z=True) == dt.datetime(2024, 5, 1, 12)
+    assert timeutil.read_datetime("yesterday", any_z=True) is None
+    assert timeutil.read_datetime(None, any_z=True) is None
