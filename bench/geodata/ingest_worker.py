@@ -156,7 +156,8 @@ def store_write(src: str, data_dir: str, storage: str, datastore_url: str | None
     what ingest calls once validation has passed."""
     import pyogrio
 
-    from cartotheca.geodata.storage import SourceLayer, vector_store
+    from cartotheca.geodata.storage import SourceLayer
+    from cartotheca.geodata.storage.stores import vector_store
 
     settings = _settings(data_dir, storage, datastore_url)
     warm_imports()

@@ -168,7 +168,7 @@ def main() -> None:
     parser.add_argument("--cog", type=Path, default=None, help="with --direct-only: the COG to read")
     parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "data" / "geodata-tiles.json")
     args = parser.parse_args()
-    from cartotheca.geodata.storage import raster_store
+    from cartotheca.geodata.storage.stores import raster_store
     from cartotheca.settings import Settings
 
     zooms = [int(z) for z in args.zooms.split(",")]

@@ -91,7 +91,7 @@ def publish(src: Path, data_dir: Path, database_url: str, storage: str, datastor
 
 def gpkg_path(data_dir: Path, location: str) -> Path:
     """Where the GeoPackage store keeps a dataset's file (``location`` is relative to its root)."""
-    from cartotheca.geodata.storage import vector_store
+    from cartotheca.geodata.storage.stores import vector_store
     from cartotheca.settings import Settings
 
     store = vector_store(Settings(DATA_DIR=data_dir, STORAGE_BACKEND="geopackage"))

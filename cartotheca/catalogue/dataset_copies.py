@@ -25,7 +25,8 @@ from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
 from cartotheca.geodata import ingest
 from cartotheca.geodata.ingest import Stored
-from cartotheca.geodata.storage import StoredLayer, raster_store, vector_store
+from cartotheca.geodata.storage import StoredLayer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.copy")

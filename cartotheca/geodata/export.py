@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 import orjson
 import shapely
+from sqlalchemy import select
 
-from cartotheca.geodata.storage import FeatureBatch, FieldInfo
+from cartotheca.db.models import DatasetAttribute
+from cartotheca.geodata.storage import FeatureBatch, FeatureQuery, FieldInfo, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.xmlsafe import escape, quoteattr
 
 CHUNK = 1 << 16
@@ -376,10 +379,6 @@ class Download:
 
 def dataset_fields(session: Any, dataset: Any) -> list[FieldInfo]:
     """A dataset's attributes as stored at publication, in display order."""
-    from sqlalchemy import select
-
-    from cartotheca.db.models import DatasetAttribute
-
     rows = session.execute(
         select(DatasetAttribute.attribute, DatasetAttribute.attribute_type)
         .where(DatasetAttribute.dataset_id == dataset.resource_id)
@@ -392,8 +391,6 @@ def dataset_fields(session: Any, dataset: Any) -> list[FieldInfo]:
 def dataset_download(session: Any, settings: Any, dataset: Any) -> Download:
     """The default download: a vector dataset as a zipped shapefile in its native CRS, a
     raster as its stored GeoTIFF (a COG, readable by any GeoTIFF reader)."""
-    from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
-
     if dataset.storage == "cog":
         path = raster_store(settings).path(dataset.location)
         return Download(stream_file(path), "image/tiff", f"{dataset.name}.tif", file_size(path))

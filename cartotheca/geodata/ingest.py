@@ -19,7 +19,8 @@ from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata import archives, sources
 from cartotheca.geodata.sources import Candidate, RasterSource, VectorSource
-from cartotheca.geodata.storage import StoredLayer, raster_store, vector_store
+from cartotheca.geodata.storage import StoredLayer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.settings import Settings
 
 if TYPE_CHECKING:

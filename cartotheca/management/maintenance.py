@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, text
 
+from cartotheca.catalogue import events
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest
 from cartotheca.management.registry import Command, CommandRun, Option
@@ -87,8 +88,6 @@ def purge_executions(run: CommandRun, options: dict[str, Any]) -> None:
 
 def send_notifications(run: CommandRun, _options: dict[str, Any]) -> None:
     """Send the notices queued in the events outbox (PINAX_NOTIFICATIONS_QUEUE_ALL)."""
-    from cartotheca.catalogue import events
-
     run.checkpoint("send queued notifications")
     sent = events.send_queued(run.session, run.settings)
     run.session.commit()

@@ -10,13 +10,24 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import rasterio
+import shapely
 from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
+from cartotheca.catalogue.dataset_records import lonlat_bounds
+from cartotheca.catalogue.resources import set_extent
+from cartotheca.catalogue.thumbnails import write_thumbnail
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.errors import CartothecaError
+from cartotheca.geodata import stats
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.management.registry import Command, CommandRun, Option, Stopped
+from cartotheca.ows.render import render_thumbnail
 
 log = logging.getLogger("cartotheca.management")
 
@@ -59,9 +70,6 @@ def sync_dataset(run: CommandRun, resource: Resource, dataset: Dataset, *, thumb
         summary = _sync_vector(run, resource, dataset)
     resource.last_updated = utcnow()
     if thumbnail:
-        from cartotheca.catalogue.thumbnails import write_thumbnail
-        from cartotheca.ows.render import render_thumbnail
-
         width, height = run.settings.THUMBNAIL_SIZE[:2]
         png = render_thumbnail(run.settings, resource, dataset, width, height)
         write_thumbnail(run.settings, resource, png)
@@ -70,11 +78,6 @@ def sync_dataset(run: CommandRun, resource: Resource, dataset: Dataset, *, thumb
 
 
 def _sync_vector(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
-    import numpy as np
-    import shapely
-
-    from cartotheca.geodata.storage import FeatureQuery, stored_layer, vector_store
-
     store = vector_store(run.settings, dataset.storage)
     count = 0
     bounds: list[float] | None = None
@@ -98,10 +101,6 @@ def _sync_vector(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
 
 
 def _sync_raster(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
-    import rasterio
-
-    from cartotheca.geodata.storage import raster_store
-
     with rasterio.open(raster_store(run.settings).path(dataset.location)) as src:
         bounds = tuple(src.bounds)
         info = dict(dataset.raster_info or {})
@@ -112,19 +111,12 @@ def _sync_raster(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
 
 
 def _set_extent(resource: Resource, dataset: Dataset, bounds: tuple) -> None:
-    from cartotheca.catalogue.dataset_records import lonlat_bounds
-    from cartotheca.catalogue.resources import set_extent
-
     crs = dataset.native_crs or (f"EPSG:{dataset.native_srid}" if dataset.native_srid else "EPSG:4326")
     srid = resource.srid or (f"EPSG:{dataset.native_srid}" if dataset.native_srid else "EPSG:4326")
     set_extent(resource, tuple(float(v) for v in bounds), srid, lonlat_bounds(bounds, crs))
 
 
 def _update_statistics(dataset: Dataset, columns: dict[str, list[Any]]) -> None:
-    import pyarrow as pa
-
-    from cartotheca.geodata import stats
-
     now = utcnow()
     for attribute in dataset.attributes:
         values = columns.get(attribute.attribute)

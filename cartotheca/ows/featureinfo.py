@@ -24,7 +24,8 @@ from rasterio.windows import Window
 from shapely.geometry import box, mapping
 
 from cartotheca import siteurl, timeutil
-from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.ows import render
 from cartotheca.xmlsafe import escape, quoteattr
 

@@ -40,7 +40,8 @@ from sqlalchemy.orm import object_session
 from cartotheca.db.models import Style
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata import ingest
-from cartotheca.geodata.storage import raster_store, stored_layer, vector_store
+from cartotheca.geodata.storage import stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.ows import sld as sldlib
 from cartotheca.ows.styles import default_sld
 from cartotheca.settings import Settings

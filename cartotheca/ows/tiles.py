@@ -32,7 +32,8 @@ from rio_tiler.io import Reader
 from rio_tiler.models import ImageData
 
 from cartotheca.errors import InvalidInput, NotFound
-from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.ows import render
 from cartotheca.settings import Settings
 

@@ -29,7 +29,7 @@ from cartotheca.errors import (
     NotFound,
     PermissionDenied,
 )
-from cartotheca.geodata.storage import raster_store
+from cartotheca.geodata.storage.stores import raster_store
 from cartotheca.ows import coverage, service_identity
 from cartotheca.ows.coverage import CoverageRequest, Grid, Scaling, Subset
 from cartotheca.ows.exceptions import OWSException

@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import select
 
 from cartotheca.db.models import Dataset, Resource
-from cartotheca.geodata.storage import FeatureQuery, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import vector_store
 from tests.geodata import fixtures as fx
 
 pytestmark = pytest.mark.clients

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from cartotheca.errors import CartothecaError
-from cartotheca.geodata.storage import StoredLayer, raster_store, vector_store
+from cartotheca.geodata.storage import StoredLayer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.settings import Settings
 
 

@@ -16,7 +16,8 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, ResourcePermission, Style
 from cartotheca.errors import InvalidInput
-from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from tests.factories import make_user
 from tests.geodata import fixtures as fx
 

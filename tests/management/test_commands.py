@@ -180,7 +180,7 @@ def test_sync_datasets_reports_a_dataset_whose_data_is_gone(worker_client, db, s
     kept = fx.publish_file(db, settings, owner, fx.write_points(tmp_path, f"kept_{suffix}"))
     lost = fx.publish_file(db, settings, owner, fx.write_raster(tmp_path, f"lost_{suffix}"))
     _, dataset = _dataset(db, lost.id)
-    from cartotheca.geodata.storage import raster_store
+    from cartotheca.geodata.storage.stores import raster_store
 
     raster_store(settings).drop(dataset.location)
     job = run_job(worker_client, admin_auth, "sync_datasets",

@@ -14,7 +14,7 @@ import numpy as np
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
 from cartotheca.db.models import Dataset, Resource
-from cartotheca.geodata.storage import raster_store
+from cartotheca.geodata.storage.stores import raster_store
 from tests.geodata.fixtures import (
     polygons_sld,
     publish_file,

@@ -12,7 +12,8 @@ from pyproj import CRS, Transformer
 from cartotheca import xmlsafe
 from cartotheca.db.models import Dataset
 from cartotheca.geodata.export import dataset_fields
-from cartotheca.geodata.storage import FeatureQuery, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import vector_store
 from cartotheca.ows import filter_values, filters, gml
 from cartotheca.ows.exceptions import OWSException
 

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     import numpy as np
     from sqlalchemy import ColumnElement, Table
 
-    from cartotheca.settings import Settings
-
 
 @dataclass(frozen=True)
 class FieldInfo:
@@ -151,26 +149,6 @@ class RasterStore(Protocol):
         """Absolute path of a stored COG."""
 
     def drop(self, location: str) -> None: ...
-
-
-def vector_store(settings: Settings, storage: str | None = None) -> VectorStore:
-    """The store for ``storage`` (a ``datasets.storage`` value), default the configured one."""
-    kind = storage or settings.STORAGE_BACKEND
-    if kind == "geopackage":
-        from cartotheca.geodata.storage.geopackage import GeoPackageStore
-
-        return GeoPackageStore.for_settings(settings)
-    if kind == "postgis":
-        from cartotheca.geodata.storage.postgis import PostGISStore
-
-        return PostGISStore.for_settings(settings)
-    raise ValueError(f"unknown storage backend {kind!r}")
-
-
-def raster_store(settings: Settings) -> RasterStore:
-    from cartotheca.geodata.storage.cog import COGStore
-
-    return COGStore.for_settings(settings)
 
 
 def stored_layer(dataset: Any) -> StoredLayer:

@@ -26,7 +26,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import operators
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
-from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_geometry
+from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_copy, gpkg_geometry
 from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import (
     BATCH_SIZE,
@@ -288,8 +288,6 @@ class GeoPackageStore(SQLVectorStore):
                            feature_count=int(count), bounds=bounds, fields=fields)
 
     def copy(self, stored: StoredLayer, name: str) -> StoredLayer:
-        from cartotheca.geodata.storage import gpkg_copy
-
         name = check_name(name)
         source = self.path(stored)
         if not source.is_file():

@@ -11,7 +11,8 @@ import shapely
 from pygeofilter import ast
 from pyproj import CRS
 
-from cartotheca.geodata.storage import FeatureQuery, FieldInfo, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, FieldInfo, stored_layer
+from cartotheca.geodata.storage.stores import vector_store
 from cartotheca.ows import filters, gml
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest

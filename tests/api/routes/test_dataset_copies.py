@@ -21,7 +21,8 @@ from cartotheca.catalogue.auth import InternalGroups, principal_for
 from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.geodata import ingest
-from cartotheca.geodata.storage import FeatureQuery, vector_store
+from cartotheca.geodata.storage import FeatureQuery
+from cartotheca.geodata.storage.stores import vector_store
 from tests.api.routes.test_permissions_and_executions import wait
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user

@@ -21,7 +21,7 @@ from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.catalogue.thumbnails import thumbnail_path
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.geodata import ingest
-from cartotheca.geodata.storage import raster_store, vector_store
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from tests.api.routes.test_dataset_copies import (
     POLYGON_MAP,
     RASTER_MAP,

@@ -11,7 +11,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource, Upload
-from cartotheca.geodata.storage import FeatureQuery, raster_store, stored_layer, vector_store
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import raster_store, vector_store
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata import fixtures as fx
