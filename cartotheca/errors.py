@@ -3,6 +3,7 @@
     CartothecaError                 base; carries a message and a GeoNode error code
     ├── InvalidInput                400  invalid            (bad body, bad value)
     │   ├── InvalidQuery            400  invalid            (filter{}, sort[], extent, page_size ...)
+    │   ├── InvalidFilter           400  invalid            (an OGC filter: FES, CQL, an SLD rule's)
     │   └── ParseError              400  parse_error        (malformed JSON, malformed query key)
     ├── NotAuthenticated            401  not_authenticated  (credentials needed)
     ├── AuthenticationFailed        401  authentication_failed
@@ -42,6 +43,14 @@ class InvalidInput(CartothecaError):
 
 class InvalidQuery(InvalidInput):
     code = "invalid"
+
+
+class InvalidFilter(InvalidInput):
+    """An OGC filter that cannot be read or answered. OGC services report it as
+    ``InvalidParameterValue`` located at ``filter``."""
+
+    ogc_code = "InvalidParameterValue"
+    locator = "filter"
 
 
 class ParseError(InvalidInput):

@@ -11,11 +11,12 @@ from pyproj import CRS, Transformer
 
 from cartotheca import xmlsafe
 from cartotheca.db.models import Dataset
+from cartotheca.errors import InvalidFilter
+from cartotheca.filters import parse, sql, values
 from cartotheca.geodata.export import dataset_fields
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import vector_store
-from cartotheca.ows import filter_values, filters, gml
-from cartotheca.ows.exceptions import OWSException
+from cartotheca.ows import gml
 
 ALL = list(range(1, 11))
 FES20 = 'xmlns:fes="http://www.opengis.net/fes/2.0" xmlns:gml="http://www.opengis.net/gml/3.2"'
@@ -30,9 +31,9 @@ def _layer(db, settings, resource, default_srs: str | None = None):
     def spatial_fids(mask, bbox):
         return list(store.query(stored, FeatureQuery(bbox=bbox, geometry_predicate=mask, properties=[])).fids)
 
-    layer = filters.FilterLayer(
+    layer = sql.FilterLayer(
         table=store.table(stored), geometry_column=dataset.geometry_column, fid_column=dataset.fid_column,
-        type_name=dataset.name, native_crs=CRS.from_epsg(dataset.native_srid),
+        type_name=dataset.name, native_crs=CRS.from_epsg(dataset.native_srid), parse_srs=gml.parse_srs,
         default_srs=gml.parse_srs(default_srs) if default_srs else None, spatial_fids=spatial_fids,
         field_types={f.name: f.type for f in dataset_fields(db, dataset)})
     return store, stored, layer
@@ -40,7 +41,7 @@ def _layer(db, settings, resource, default_srs: str | None = None):
 
 def select(db, settings, resource, node, key: str = "id", default_srs: str | None = None) -> list:
     store, stored, layer = _layer(db, settings, resource, default_srs)
-    selection = filters.compile_filter(node, layer)
+    selection = sql.compile_filter(node, layer)
     query = FeatureQuery(bbox=selection.bbox, where=selection.where, fids=selection.fids,
                          geometry_predicate=selection.geometry_predicate, properties=[key])
     found = sorted(store.query(stored, query).properties[key])
@@ -49,11 +50,11 @@ def select(db, settings, resource, node, key: str = "id", default_srs: str | Non
 
 
 def cql(db, settings, resource, text, key="id"):
-    return select(db, settings, resource, filters.parse_cql(text), key)
+    return select(db, settings, resource, parse.parse_cql(text), key)
 
 
 def fes(db, settings, resource, text, key="id", default_srs=None):
-    return select(db, settings, resource, filters.parse_fes(xmlsafe.parse(text)), key, default_srs)
+    return select(db, settings, resource, parse.parse_fes(xmlsafe.parse(text)), key, default_srs)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -182,15 +183,15 @@ def test_values_are_bound_not_pasted(db, settings, points):
     "name = ",
 ])
 def test_invalid_filters_are_invalid_parameter_values(db, settings, points, text):
-    with pytest.raises(OWSException) as caught:
+    with pytest.raises(InvalidFilter) as caught:
         cql(db, settings, points, text)
-    assert caught.value.code == "InvalidParameterValue" and caught.value.locator == "filter"
+    assert caught.value.ogc_code == "InvalidParameterValue" and caught.value.locator == "filter"
 
 
 def test_like_patterns():
-    assert filter_values.like_pattern("a*b?c!*", "*", "?", "!") == "a%b_c*"
-    assert filter_values.like_pattern("100%_x", "*", "?", "!") == "100\\%\\_x"
-    assert filter_values._glob_pattern("a%b_c\\%[") == "a*b?c%[[]"
+    assert values.like_pattern("a*b?c!*", "*", "?", "!") == "a%b_c*"
+    assert values.like_pattern("100%_x", "*", "?", "!") == "100\\%\\_x"
+    assert values._glob_pattern("a%b_c\\%[") == "a*b?c%[[]"
 
 
 def test_srs_names_and_axis_order():

@@ -82,7 +82,7 @@ class FeatureQuery:
 
     bbox: tuple[float, float, float, float] | None = None
     bbox_crs: str | None = None  # e.g. "EPSG:3857"; reprojected to native by the store
-    # Attribute predicate over the layer's SQLAlchemy table (built by ows.filters)
+    # Attribute predicate over the layer's SQLAlchemy table (built by filters.sql)
     where: Callable[[Table], ColumnElement[bool]] | None = None
     # Exact spatial test applied after the bbox prefilter: shapely array → bool mask
     geometry_predicate: Callable[[np.ndarray], np.ndarray] | None = None

@@ -8,7 +8,7 @@ from typing import Any
 
 from cartotheca import xmlsafe
 from cartotheca.errors import CartothecaError
-from cartotheca.ows import filters
+from cartotheca.filters.parse import id_type_names
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import split_names, type_names
@@ -85,7 +85,7 @@ def _filter_element(text: str) -> Any:
 def parse_kvp(req: OWSRequest, version: str) -> GetFeature:
     ids_text = req.get("RESOURCEID") or req.get("FEATUREID")
     ids = split_names(ids_text) if ids_text else None
-    names = type_names(req, version, required=ids is None) or filters.id_type_names(ids or [])
+    names = type_names(req, version, required=ids is None) or id_type_names(ids or [])
     if not names:
         raise OWSException("MissingParameterValue", "Parameter TYPENAMES is required",
                            locator="typeName")

@@ -11,9 +11,12 @@ import shapely
 from pygeofilter import ast
 from pyproj import CRS
 
+from cartotheca.errors import InvalidFilter
+from cartotheca.filters.parse import GeometryLiteral, parse_cql, parse_fes, parse_fids
+from cartotheca.filters.sql import FilterLayer, Selection, compile_filter
 from cartotheca.geodata.storage import FeatureQuery, FieldInfo, stored_layer
 from cartotheca.geodata.storage.stores import vector_store
-from cartotheca.ows import filters, gml
+from cartotheca.ows import gml
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import FeatureTypeInfo, resolve
@@ -46,8 +49,8 @@ def default_srs(info: FeatureTypeInfo, version: str) -> gml.Srs:
     return gml.parse_srs(name)
 
 
-def _bbox_selection(text: str, info: FeatureTypeInfo, layer: filters.FilterLayer,
-                    version: str) -> filters.Selection:
+def _bbox_selection(text: str, info: FeatureTypeInfo, layer: FilterLayer,
+                    version: str) -> Selection:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) not in (4, 5):
         raise OWSException("InvalidParameterValue", "BBOX needs minx,miny,maxx,maxy[,crs]", locator="bbox")
@@ -60,34 +63,36 @@ def _bbox_selection(text: str, info: FeatureTypeInfo, layer: filters.FilterLayer
     srs = _srs(parts[4], "bbox") if len(parts) == 5 else default_srs(info, version)
     if srs.swap:
         a, b, c, d = b, a, d, c
-    node = filters.GeometryLiteral(shapely.box(min(a, c), min(b, d), max(a, c), max(b, d)),
-                                   f"EPSG:{srs.epsg}")
-    return filters.compile_filter(ast.GeometryIntersects(ast.Attribute(info.geometry_name), node), layer)
+    node = GeometryLiteral(shapely.box(min(a, c), min(b, d), max(a, c), max(b, d)), f"EPSG:{srs.epsg}")
+    return compile_filter(ast.GeometryIntersects(ast.Attribute(info.geometry_name), node), layer)
 
 
 def _selection(plan_query: Query, info: FeatureTypeInfo, store: Any, stored: Any,
-               out_srs: gml.Srs, version: str) -> filters.Selection:
+               out_srs: gml.Srs, version: str) -> Selection:
     if not (plan_query.fes is not None or plan_query.cql or plan_query.bbox or plan_query.ids):
-        return filters.Selection()
+        return Selection()
 
     def spatial_fids(mask, bbox):
         batch = store.query(stored, FeatureQuery(bbox=bbox, geometry_predicate=mask, properties=[]))
         return list(batch.fids)
 
-    layer = filters.FilterLayer(
+    layer = FilterLayer(
         table=store.table(stored), geometry_column=info.geometry_name,
         fid_column=info.dataset.fid_column or "fid", type_name=info.name,
-        native_crs=_native_crs(info), default_srs=out_srs, spatial_fids=spatial_fids,
-        field_types={f.name: f.type for f in info.fields})
-    selection = filters.Selection()
+        native_crs=_native_crs(info), parse_srs=gml.parse_srs, default_srs=out_srs,
+        spatial_fids=spatial_fids, field_types={f.name: f.type for f in info.fields})
+    selection = Selection()
     if plan_query.ids is not None:
-        selection = selection.and_(filters.Selection(fids=filters.parse_fids(plan_query.ids, info.name)))
-    if plan_query.bbox:
-        selection = selection.and_(_bbox_selection(plan_query.bbox, info, layer, version))
-    if plan_query.fes is not None:
-        selection = selection.and_(filters.compile_filter(filters.parse_fes(plan_query.fes), layer))
-    if plan_query.cql:
-        selection = selection.and_(filters.compile_filter(filters.parse_cql(plan_query.cql), layer))
+        selection = selection.and_(Selection(fids=parse_fids(plan_query.ids, info.name)))
+    try:
+        if plan_query.bbox:
+            selection = selection.and_(_bbox_selection(plan_query.bbox, info, layer, version))
+        if plan_query.fes is not None:
+            selection = selection.and_(compile_filter(parse_fes(plan_query.fes), layer))
+        if plan_query.cql:
+            selection = selection.and_(compile_filter(parse_cql(plan_query.cql), layer))
+    except InvalidFilter as exc:
+        raise OWSException(exc.ogc_code, exc.message, locator=exc.locator) from None
     return selection
 
 

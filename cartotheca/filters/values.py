@@ -1,4 +1,4 @@
-"""cartotheca.ows.filter_values: filter literals made SQL-ready: types, dates, LIKE patterns, units.
+"""cartotheca.filters.values: filter literals made SQL-ready: types, dates, LIKE patterns, units.
 
 Literals are converted to the column's Python type before binding, so a comparison means the
 same on SQLite and PostgreSQL; LIKE keeps OGC's case rules on both (SQLite's own LIKE ignores
@@ -15,12 +15,7 @@ from pygeofilter.util import parse_datetime
 from sqlalchemy import Boolean, ColumnElement, false, literal, true
 from sqlalchemy.ext.compiler import compiles
 
-from cartotheca.ows.exceptions import OWSException
-
-
-def invalid(message: str) -> OWSException:
-    return OWSException("InvalidParameterValue", message, locator="filter")
-
+from cartotheca.errors import InvalidFilter
 
 UNITS_TO_METRES = {
     "m": 1.0, "meter": 1.0, "meters": 1.0, "metre": 1.0, "metres": 1.0, "9001": 1.0,
@@ -84,7 +79,7 @@ def coerce(value: Any, kind: type | None) -> Any:
                 return value
             return dt.date.fromisoformat(str(value).strip()[:10])
     except (TypeError, ValueError) as exc:
-        raise invalid(f"{value!r} is not a valid {kind.__name__}") from exc
+        raise InvalidFilter(f"{value!r} is not a valid {kind.__name__}") from exc
     return value
 
 
