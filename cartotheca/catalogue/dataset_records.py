@@ -28,6 +28,8 @@ from cartotheca.geodata import stats
 from cartotheca.geodata.ingest import IngestOptions, Source, Stored
 from cartotheca.geodata.sources import RasterSource, VectorSource
 from cartotheca.settings import Settings
+from cartotheca.styling import sld as styling_sld
+from cartotheca.styling.defaults import default_sld
 
 log = logging.getLogger("cartotheca.ingest")
 
@@ -69,15 +71,8 @@ def parse_permissions(session: Session, settings: Settings, body: Any) -> permis
 
 
 def validate_sld(text: str) -> str:
-    """The SLD checked by the map server's validator when present, else parsed safely."""
-    try:
-        from cartotheca.ows.styles import validate_sld as ows_validate
-    except ImportError:
-        root = xmlsafe.parse(text, "sld_file")
-        if not root.tag.endswith("StyledLayerDescriptor"):
-            raise InvalidInput("sld_file is not a Styled Layer Descriptor") from None
-        return text
-    return ows_validate(text.encode("utf-8"))
+    """The SLD checked as the map renderer will read it (``InvalidInput`` if it cannot be drawn)."""
+    return styling_sld.validate_sld(text.encode("utf-8"))
 
 
 def parse_metadata(text: str):
@@ -267,33 +262,7 @@ def default_style(item: Plan) -> str:
     kind = "raster" if isinstance(source, RasterSource) else "vector"
     geometry_type = None if isinstance(source, RasterSource) else source.geometry_type
     raster_info = source.info if isinstance(source, RasterSource) else None
-    try:
-        from cartotheca.ows.styles import default_sld
-    except ImportError:
-        return minimal_sld(item.name, kind, geometry_type)
     return default_sld(item.name, kind, geometry_type, raster_info)
-
-
-def minimal_sld(name: str, kind: str, geometry_type: str | None) -> str:
-    """A plain SLD 1.0 style, used until the map server's style module provides its own."""
-    if kind == "raster":
-        symbolizer = "<RasterSymbolizer><Opacity>1.0</Opacity></RasterSymbolizer>"
-    elif geometry_type and "Point" in geometry_type:
-        symbolizer = ("<PointSymbolizer><Graphic><Mark><WellKnownName>circle</WellKnownName><Fill>"
-                      '<CssParameter name="fill">#3366cc</CssParameter></Fill></Mark>'
-                      "<Size>8</Size></Graphic></PointSymbolizer>")
-    elif geometry_type and "LineString" in geometry_type:
-        symbolizer = ('<LineSymbolizer><Stroke><CssParameter name="stroke">#3366cc</CssParameter>'
-                      '<CssParameter name="stroke-width">1.5</CssParameter></Stroke></LineSymbolizer>')
-    else:
-        symbolizer = ('<PolygonSymbolizer><Fill><CssParameter name="fill">#aaccee</CssParameter>'
-                      '</Fill><Stroke><CssParameter name="stroke">#3366cc</CssParameter></Stroke>'
-                      "</PolygonSymbolizer>")
-    return ('<?xml version="1.0" encoding="UTF-8"?><StyledLayerDescriptor version="1.0.0" '
-            'xmlns="http://www.opengis.net/sld" xmlns:ogc="http://www.opengis.net/ogc">'
-            f"<NamedLayer><Name>{name}</Name><UserStyle><Name>{name}</Name><Title>{name}</Title>"
-            f"<FeatureTypeStyle><Rule>{symbolizer}</Rule></FeatureTypeStyle></UserStyle>"
-            "</NamedLayer></StyledLayerDescriptor>")
 
 
 def _apply_metadata(session: Session, resource: Resource, text: str) -> None:

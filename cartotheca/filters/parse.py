@@ -170,7 +170,8 @@ _FES20 = _build(FES20Parser, _COMMON)
 
 
 def parse_fes(element: Any) -> ast.Node:
-    """An ``ogc:Filter`` (FES 1.0/1.1) or ``fes:Filter`` (FES 2.0) element → AST."""
+    """An ``ogc:Filter`` (FES 1.0/1.1) or ``fes:Filter`` (FES 2.0) element → AST; an
+    expression element alone (``PropertyName``, ``Literal``, ``Add`` ...) gives its value."""
     namespace = element.nsmap.get(element.prefix) if element.prefix else None
     namespace = namespace or (element.tag[1:].split("}")[0] if element.tag.startswith("{") else "")
     parser = {FES11Parser.namespace: _FES11, FES20Parser.namespace: _FES20}.get(namespace)

@@ -26,7 +26,7 @@ from cartotheca.db.models import Keyword, Style
 from cartotheca.db.models.resources import resource_keywords
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import legend, render, service_identity
-from cartotheca.ows import sld as sldlib
+from cartotheca.styling import sld as sldlib
 
 WMS_NS = "http://www.opengis.net/wms"
 XLINK = "http://www.w3.org/1999/xlink"

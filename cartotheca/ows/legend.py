@@ -14,7 +14,7 @@ import mapnik
 from lxml import etree
 
 from cartotheca.errors import InvalidInput
-from cartotheca.ows import sld as sldlib
+from cartotheca.styling import sld as sldlib
 
 PIXEL_SRS = "epsg:3857"  # any projected CRS: coordinates here are pixels, nothing is reprojected
 FONT = "DejaVu Sans Book"

@@ -42,9 +42,9 @@ from cartotheca.errors import InvalidInput
 from cartotheca.geodata import ingest
 from cartotheca.geodata.storage import stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
-from cartotheca.ows import sld as sldlib
-from cartotheca.ows.styles import default_sld
 from cartotheca.settings import Settings
+from cartotheca.styling import sld as sldlib
+from cartotheca.styling.defaults import default_sld
 from cartotheca.timeutil import format_time, parse_time, to_datetime
 
 # MIME type → mapnik encoder. PNG at zlib level 1: on 256 px tiles it encodes 2-3 times
@@ -568,12 +568,3 @@ def _pyproj_name(srs: str) -> str:
     return srs.upper() if srs.lower().startswith("epsg:") else srs
 
 
-def check_style(style: sldlib.UserStyle) -> None:
-    """Load the style's mapnik XML alone, so a bad colour or expression fails on upload."""
-    root = etree.Element("Map", srs="epsg:4326")
-    for style_el in sldlib.mapnik_styles(style, "check"):
-        root.append(style_el)
-    try:
-        mapnik.load_map_from_string(mapnik.Map(1, 1), etree.tostring(root, encoding="unicode"), True, "")
-    except RuntimeError as exc:
-        raise InvalidInput(f"The style cannot be drawn: {exc}") from None

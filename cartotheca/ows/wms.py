@@ -28,9 +28,9 @@ from cartotheca.errors import (
     PermissionDenied,
 )
 from cartotheca.ows import capabilities, featureinfo, legend, render
-from cartotheca.ows import sld as sldlib
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
+from cartotheca.styling import sld as sldlib
 
 log = logging.getLogger(__name__)
 

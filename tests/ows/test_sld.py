@@ -13,8 +13,9 @@ from lxml import etree
 import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
-from cartotheca.ows import sld
-from cartotheca.ows.styles import default_sld, sld_style_name, validate_sld
+from cartotheca.styling import sld
+from cartotheca.styling.defaults import default_sld
+from cartotheca.styling.sld import sld_style_name, validate_sld
 
 SLD10 = ('<StyledLayerDescriptor version="1.0.0" xmlns="http://www.opengis.net/sld" '
          'xmlns:ogc="http://www.opengis.net/ogc" xmlns:xlink="http://www.w3.org/1999/xlink">'
@@ -40,7 +41,7 @@ def _datasource(features: list[tuple[dict, dict]]) -> mapnik.Datasource:
 def _selected(filter_xml: str) -> list[str]:
     """Names of FEATURES that mapnik's evaluation of the translated filter keeps."""
     el = xmlsafe.parse(f'<ogc:Filter xmlns:ogc="http://www.opengis.net/ogc">{filter_xml}</ogc:Filter>')
-    expression = mapnik.Expression(sld.filter_expression(el[0]))
+    expression = mapnik.Expression(sld.filter_expression(el))
     ds = _datasource([({"type": "Point", "coordinates": [i, i]}, props) for i, props in enumerate(FEATURES)])
     query = mapnik.Query(ds.envelope())
     for field in ds.fields():

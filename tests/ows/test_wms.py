@@ -489,7 +489,7 @@ def test_marker_of_a_point_just_outside_the_view_is_drawn_where_it_reaches_in(cl
 
 def test_buffer_follows_what_the_style_draws():
     from cartotheca.ows import render
-    from cartotheca.ows import sld as sldlib
+    from cartotheca.styling import sld as sldlib
     from tests.geodata.fixtures import polygons_sld
     from tests.ows.conftest import RED_SQUARES_SLD
 

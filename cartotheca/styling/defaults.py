@@ -1,4 +1,4 @@
-"""cartotheca.ows.styles: the default style of a new dataset, and checking uploaded SLDs.
+"""cartotheca.styling.defaults: the default style of a new dataset.
 
 A new vector dataset gets a simple SLD per geometry type (GeoServer's habit: a circle marker for
 points, a line for lines, a fill with an outline for polygons) in a colour taken from its name,
@@ -11,11 +11,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from lxml import etree
-
-from cartotheca import xmlsafe
-from cartotheca.errors import InvalidInput
-from cartotheca.ows import sld
 from cartotheca.xmlsafe import escape, quoteattr
 
 # Colour-blind-friendly qualitative palette (Okabe & Ito), outlines one shade darker.
@@ -131,26 +126,3 @@ def _band_range(info: dict[str, Any]) -> tuple[float, float]:
 
 def _label(value: float) -> str:
     return f"{value:.6g}"
-
-
-def validate_sld(data: bytes) -> str:
-    """The SLD as text if it is SLD 1.0/1.1 with at least one rule we can draw;
-    ``InvalidInput`` otherwise. The text is re-serialised (comments dropped, UTF-8)."""
-    root = xmlsafe.parse(data, "SLD")
-    text = etree.tostring(root, encoding="unicode")
-    layers = sld.parse_document(text)
-    styles = [style for layer in layers for style in layer.user_styles]
-    if not styles:
-        raise InvalidInput("The SLD holds no UserStyle")
-    if not any(rule.symbolizers for style in styles for rule in style.rules):
-        raise InvalidInput("The SLD has no rule with a symbolizer that can be drawn")
-    from cartotheca.ows.render import check_style  # mapnik is loaded only when needed
-
-    for style in styles:
-        check_style(style)
-    return text
-
-
-def sld_style_name(text: str) -> str | None:
-    """The name of the style an SLD stands for (its default or first UserStyle), if named."""
-    return sld.first_user_style(text).name
