@@ -17,9 +17,9 @@ from cartotheca import xmlsafe
 from cartotheca.catalogue import iso_metadata
 from cartotheca.catalogue.auth import anonymous, load_internal_groups, principal_for
 from cartotheca.catalogue.csw import service
-from cartotheca.catalogue.csw.filters import like_pattern
 from cartotheca.catalogue.csw.repository import RequestScope
 from cartotheca.db.models import User
+from cartotheca.filters.values import like_pattern
 from tests.catalogue.iso_documents import BILLION_LAUGHS, gmd
 from tests.catalogue.test_iso_metadata import load
 from tests.factories import make_resource, make_user

@@ -29,6 +29,9 @@ from sqlalchemy import ColumnElement, Float, Integer, and_, false, func, literal
 from sqlalchemy.sql.selectable import Subquery
 from sqlalchemy.types import Date, DateTime
 
+from cartotheca import xmlsafe
+from cartotheca.filters.values import like_pattern
+
 GML = "http://www.opengis.net/gml"
 GML32 = "http://www.opengis.net/gml/3.2"
 COMPARISONS: dict[str, Callable[[Any, Any], ColumnElement[bool]]] = {
@@ -57,8 +60,7 @@ def filter_element(parsed: Mapping[str, Any], namespaces: Mapping[str, str]) -> 
     declared = dict(body.get("@xmlns") or {})
     body["@xmlns"] = {**namespaces, **declared}
     text = xmltodict.unparse({root: body}, full_document=False)
-    # Our own serialisation of an already parsed filter: no DTD can be in it.
-    return etree.fromstring(text.encode("utf-8"), etree.XMLParser(resolve_entities=False, no_network=True))
+    return xmlsafe.parse(text, "Filter constraint")
 
 
 class FilterCompiler:
@@ -236,25 +238,6 @@ class FilterCompiler:
 
 def _elements(el: etree._Element) -> list[etree._Element]:
     return [child for child in el if isinstance(child.tag, str)]
-
-
-def like_pattern(text: str, wildcard: str, single: str, escape: str) -> str:
-    """An OGC ``PropertyIsLike`` literal → an SQL LIKE pattern escaped with ``\\``."""
-    out = []
-    chars = iter(text)
-    for char in chars:
-        if char == escape:
-            char = next(chars, "")
-            out.append("\\" + char if char in "%_\\" else char)
-        elif char == wildcard:
-            out.append("%")
-        elif char == single:
-            out.append("_")
-        elif char in "%_\\":
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    return "".join(out)
 
 
 def _escape_like(text: str) -> str:
