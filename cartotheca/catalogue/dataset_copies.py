@@ -5,7 +5,7 @@ named ``<name>_<md5(name + "_" + execution id)>`` (the importer's ``create_alter
 new resource has that name, the alternate ``<workspace>:<name>``, the source's attributes and
 default style. Here the store copies the data (GeoPackage file, PostGIS table or COG) and the
 rows follow, in the caller's transaction: a rollback drops the copied data, as it does for an
-ingest (``publishing._on_rollback``), and the execution's failure hooks drop it too.
+ingest (``db.session.on_rollback``), and the execution's failure hooks drop it too.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, selectinload
 from cartotheca.catalogue import publishing, thumbnails
 from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
+from cartotheca.db.session import on_rollback
 from cartotheca.geodata import ingest
 from cartotheca.geodata.ingest import Stored
 from cartotheca.geodata.storage import StoredLayer
@@ -108,7 +109,7 @@ def _named(storage: str, store_name: str) -> Stored:
 
 
 def _on_undo(session: Session, on_stored: OnStored | None, action: Callable[[], None]) -> None:
-    publishing._on_rollback(session, action)
+    on_rollback(session, action, failure=publishing.UNDO_FAILED)
     if on_stored is not None:
         on_stored(action)
 

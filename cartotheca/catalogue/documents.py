@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca import net
@@ -29,6 +29,7 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import Document, Resource
+from cartotheca.db.session import on_commit, on_rollback
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound
 from cartotheca.settings import Settings
 
@@ -159,7 +160,7 @@ def _store(session: Session, settings: Settings, resource: Resource, document: D
     folder = (documents_root(settings) / resource.uuid).resolve()
     folder.mkdir(parents=True, exist_ok=False)
     target = folder / file_name
-    on_rollback(session, lambda: _remove_folder(target))  # before the move: a half move goes too
+    _on_rollback(session, lambda: _remove_folder(target))  # before the move: a half move goes too
     digest = hashlib.sha256()
     with staged.open("rb") as handle:
         while chunk := handle.read(1 << 20):
@@ -196,7 +197,7 @@ def _thumbnail(session: Session, settings: Settings, resource: Resource, documen
     existed = path.exists()
     thumbnails.write_thumbnail(settings, resource, thumbnails.encode_png(pixels))
     if not existed:
-        on_rollback(session, lambda: path.unlink(missing_ok=True))
+        _on_rollback(session, lambda: path.unlink(missing_ok=True))
 
 
 def _drawable(extension: str) -> bool:
@@ -294,7 +295,7 @@ def forget_files(session: Session, resource_ids: Sequence[int]) -> None:
         select(Document.file_path).where(Document.resource_id.in_(list(resource_ids)),
                                          Document.file_path.is_not(None)))]
     for path in paths:
-        on_commit(session, lambda p=path: _remove_folder(p))
+        _on_commit(session, lambda p=path: _remove_folder(p))
 
 
 def copy_document(session: Session, settings: Settings, source: Resource, clone: Resource) -> None:
@@ -308,7 +309,7 @@ def copy_document(session: Session, settings: Settings, source: Resource, clone:
         folder = (documents_root(settings) / clone.uuid).resolve()
         folder.mkdir(parents=True, exist_ok=False)
         target = folder / (original.file_name or Path(original.file_path).name)
-        on_rollback(session, lambda: _remove_folder(target))
+        _on_rollback(session, lambda: _remove_folder(target))
         shutil.copyfile(original.file_path, target)
         document.file_path, document.file_name = str(target), target.name
         document.file_size, document.sha256 = original.file_size, original.sha256
@@ -317,30 +318,12 @@ def copy_document(session: Session, settings: Settings, source: Resource, clone:
 
 
 # -- transaction-bound file actions --------------------------------------------------------------
+# Only file-system errors are logged and swallowed here; anything else is a bug and propagates.
 
 
-def on_rollback(session: Session, action: Callable[[], None]) -> None:
-    """Run ``action`` if the session's transaction rolls back; forget it once it commits."""
-    _bind(session, "after_rollback", "after_commit", action)
+def _on_rollback(session: Session, action: Callable[[], None]) -> None:
+    on_rollback(session, action, errors=(OSError,), failure="file action after rollback failed")
 
 
-def on_commit(session: Session, action: Callable[[], None]) -> None:
-    """Run ``action`` once the session's transaction commits; forget it if it rolls back."""
-    _bind(session, "after_commit", "after_rollback", action)
-
-
-def _bind(session: Session, when: str, unless: str, action: Callable[[], None]) -> None:
-    def run(_session) -> None:
-        if event.contains(session, unless, forget):
-            event.remove(session, unless, forget)
-        try:
-            action()
-        except OSError:
-            log.exception("file action after %s failed", when)
-
-    def forget(_session) -> None:
-        if event.contains(session, when, run):
-            event.remove(session, when, run)
-
-    event.listen(session, when, run, once=True)
-    event.listen(session, unless, forget, once=True)
+def _on_commit(session: Session, action: Callable[[], None]) -> None:
+    on_commit(session, action, errors=(OSError,), failure="file action after commit failed")

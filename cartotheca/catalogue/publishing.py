@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from cartotheca import siteurl
@@ -27,12 +27,15 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.dataset_records import Plan
 from cartotheca.db.models import Dataset, Resource
+from cartotheca.db.session import on_commit, on_rollback
 from cartotheca.errors import NotFound, PermissionDenied
 from cartotheca.geodata import ingest
 from cartotheca.geodata.ingest import IngestOptions, Source
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.ingest")
+# What the log says when stored data made for a rolled-back transaction could not be removed.
+UNDO_FAILED = "undoing stored data after a rollback failed"
 Progress = Callable[[str, float], None]
 STORE_NAME_ROOM = 50  # store names get "_" + 12 key characters; PostgreSQL identifiers stop at 63
 JOURNAL_NAME = "journal.jsonl"
@@ -198,7 +201,7 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
         for item in plans:
             resource, replaced = dataset_records.record(session, settings, principal, item, options)
             if replaced is not None:
-                after_commit(session, lambda old=replaced: ingest.discard(settings, old))
+                on_commit(session, lambda old=replaced: ingest.discard(settings, old))
             resources.append(resource)
         session.flush()
         report("thumbnails", 90.0)
@@ -222,41 +225,9 @@ def _store(session: Session, settings: Settings, item: Plan,
     def undo() -> None:
         ingest.discard(settings, stored)
 
-    _on_rollback(session, undo)
+    on_rollback(session, undo, failure=UNDO_FAILED)
     if on_stored is not None:
         on_stored(undo)
-
-
-def _on_rollback(session: Session, action: Callable[[], None]) -> None:
-    """Run ``action`` if the session's transaction rolls back; forget it once it commits."""
-
-    def rolled_back(_session) -> None:
-        event.remove(session, "after_commit", committed)
-        try:
-            action()
-        except Exception:
-            log.exception("undoing stored data after a rollback failed")
-
-    def committed(_session) -> None:
-        event.remove(session, "after_rollback", rolled_back)
-
-    event.listen(session, "after_rollback", rolled_back, once=True)
-    event.listen(session, "after_commit", committed, once=True)
-
-
-def after_commit(session: Session, action: Callable[[], None]) -> None:
-    def committed(_session) -> None:
-        event.remove(session, "after_rollback", rolled_back)
-        try:
-            action()
-        except Exception:
-            log.exception("post-commit cleanup failed")
-
-    def rolled_back(_session) -> None:
-        event.remove(session, "after_commit", committed)
-
-    event.listen(session, "after_commit", committed, once=True)
-    event.listen(session, "after_rollback", rolled_back, once=True)
 
 
 def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int]) -> None:
@@ -285,7 +256,7 @@ def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int
         kept.add((dataset.storage, dataset.location))  # one drop per place
         drops.append((dataset.name, dataset_records.stored_of(dataset)))
     if drops:
-        after_commit(session, lambda: _drop(settings, drops))
+        on_commit(session, lambda: _drop(settings, drops))
 
 
 def _drop(settings: Settings, drops: list[tuple[str, ingest.Stored]]) -> None:
@@ -342,7 +313,7 @@ def _thumbnail(session: Session, settings: Settings, resource: Resource, item: P
         def undo() -> None:
             path.unlink(missing_ok=True)
 
-        _on_rollback(session, undo)
+        on_rollback(session, undo, failure=UNDO_FAILED)
         if on_stored is not None:
             on_stored(undo)
     resource.thumbnail_url = f"{siteurl.url(settings)}thumbnails/{resource.uuid}.png"

@@ -37,6 +37,7 @@ from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, Resource
+from cartotheca.db.session import on_commit
 from cartotheca.errors import InvalidInput, MethodNotAllowed, NotFound
 from cartotheca.settings import Settings
 
@@ -170,8 +171,6 @@ def write_thumbnail(settings: Settings, resource: Resource, png: bytes) -> str:
 def forget_thumbnails(session: Session, settings: Settings, resources: Sequence[Resource]) -> None:
     """Resources are about to be deleted: their stored thumbnails go once the deletion commits
     (a file is removed even when a URL set later replaced it as the thumbnail)."""
-    from cartotheca.catalogue.publishing import after_commit
-
     paths = []
     for resource in resources:
         try:
@@ -184,7 +183,7 @@ def forget_thumbnails(session: Session, settings: Settings, resources: Sequence[
             path.unlink(missing_ok=True)
 
     if paths:
-        after_commit(session, remove)
+        on_commit(session, remove)
 
 
 def set_thumbnail(session: Session, principal: Principal, settings: Settings, resource: Resource,

@@ -10,12 +10,17 @@ then answers 503, instead of queueing behind everyone else.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from cartotheca.db import text_guard
 from cartotheca.settings import Settings
+
+log = logging.getLogger("cartotheca.db")
 
 # The database is unreachable, restarting, refused a connection, dropped one, or no pooled
 # connection became free in time: the request may succeed when retried (503, not 500).
@@ -100,3 +105,42 @@ def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     factory = sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
     text_guard.install(factory)
     return factory
+
+
+# -- actions bound to the end of a transaction ---------------------------------------------------
+# Files written beside the database (documents, stored data, thumbnails) follow the transaction
+# that names them: made files go when it rolls back, replaced ones once it commits.
+
+
+def on_commit(session: Session, action: Callable[[], None], *,
+              errors: tuple[type[Exception], ...] = (Exception,),
+              failure: str = "post-commit cleanup failed") -> None:
+    """Run ``action`` once the session's transaction commits; forget it if it rolls back.
+    ``errors`` raised by the action are logged as ``failure``; the commit stands either way."""
+    _bind(session, "after_commit", "after_rollback", action, errors, failure)
+
+
+def on_rollback(session: Session, action: Callable[[], None], *,
+                errors: tuple[type[Exception], ...] = (Exception,),
+                failure: str = "undoing after a rollback failed") -> None:
+    """Run ``action`` if the session's transaction rolls back; forget it once it commits.
+    ``errors`` raised by the action are logged as ``failure``."""
+    _bind(session, "after_rollback", "after_commit", action, errors, failure)
+
+
+def _bind(session: Session, when: str, unless: str, action: Callable[[], None],
+          errors: tuple[type[Exception], ...], failure: str) -> None:
+    def run(_session: Session) -> None:
+        if event.contains(session, unless, forget):
+            event.remove(session, unless, forget)
+        try:
+            action()
+        except errors:
+            log.exception(failure)
+
+    def forget(_session: Session) -> None:
+        if event.contains(session, when, run):
+            event.remove(session, when, run)
+
+    event.listen(session, when, run, once=True)
+    event.listen(session, unless, forget, once=True)

@@ -14,6 +14,7 @@ from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.catalogue.harvesting import runs as harvesting
 from cartotheca.db.models import Resource, Upload, User
+from cartotheca.db.session import on_commit
 from cartotheca.errors import CartothecaError, InvalidInput, NotFound
 from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.management.jobs import run_job as management_command
@@ -154,7 +155,7 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
         failure["reason"] = (exc.message if isinstance(exc, CartothecaError)
                              else f"{type(exc).__name__}: {exc}")
         raise
-    publishing.after_commit(ctx.session, lambda: uploads.remove_staged(staging))
+    on_commit(ctx.session, lambda: uploads.remove_staged(staging))
     return _upload_summary(ctx, resources)
 
 
