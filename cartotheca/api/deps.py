@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cartotheca import xmlsafe
 from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
-from cartotheca.catalogue.resources import ListContext
+from cartotheca.catalogue.query import ListContext
 from cartotheca.errors import (
     AuthenticationFailed,
     NotAuthenticated,

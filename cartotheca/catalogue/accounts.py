@@ -21,8 +21,8 @@ from cartotheca.catalogue.auth import (
     open_web_session,
     verify_login,
 )
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     AccessToken,

@@ -23,7 +23,7 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import RESOURCE_FIELDS
+from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
 from cartotheca.errors import InvalidInput, NotFound, PermissionDenied

@@ -9,8 +9,7 @@ from sqlalchemy import select
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
 from cartotheca.db.models import ExecutionRequest, User
 from cartotheca.errors import NotAuthenticated, NotFound, PermissionDenied
 

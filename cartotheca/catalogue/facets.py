@@ -25,7 +25,8 @@ from sqlalchemy.sql.operators import custom_op
 
 from cartotheca.catalogue import groups, query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.resources import ListContext, resource_clauses
+from cartotheca.catalogue.query import ListContext
+from cartotheca.catalogue.query.resource_list import resource_clauses
 from cartotheca.db.models import (
     Category,
     Group,

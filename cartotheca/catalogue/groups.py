@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session, contains_eager
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
 from cartotheca.catalogue.reference import slugify
-from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.models import Group, GroupMember, GroupProfile, User
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 

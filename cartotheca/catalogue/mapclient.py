@@ -14,7 +14,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
+from cartotheca.catalogue.query import ListContext, Listing, paginate
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import MapClientResource
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound

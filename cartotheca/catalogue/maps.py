@@ -26,8 +26,7 @@ from cartotheca.catalogue.map_layers import (
     visible_layer_clause,
     visible_maps,
 )
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, Listing
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.db.models import Dataset, Map, MapLayer, Resource
 from cartotheca.errors import InvalidInput, NotFound
 from cartotheca.settings import Settings
@@ -267,7 +266,7 @@ def list_layers(ctx: ListContext) -> Listing:
     if searched is not None:
         clauses.append(searched)
     order = query.compile_sort(ctx.params, LAYER_FIELDS)
-    rows, total, number, size = catalogue.paginate(ctx.session, select(MapLayer).where(*clauses),
+    rows, total, number, size = query.paginate(ctx.session, select(MapLayer).where(*clauses),
                                                    order, ctx)
     return Listing(layer_views(ctx.session, principal, rows), total, number, size)
 

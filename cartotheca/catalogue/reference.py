@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, paginate, parse_id
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, paginate
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.models import (
     Category,
     Keyword,

@@ -1,43 +1,40 @@
-"""cartotheca.catalogue.resources: list, read, create, patch and delete resources of every type."""
+"""cartotheca.catalogue.resources: read, create, patch and delete resources of every type.
+
+Lists of resources are paged by ``catalogue.query``; this module reads one resource and writes.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, column, delete, func, or_, select, table
-from sqlalchemy import inspect as sa_inspect
+from sqlalchemy import delete, func, or_, select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy.orm import Session
 
 from cartotheca import timeutil
-from cartotheca.catalogue import events, query
+from cartotheca.catalogue import events
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap
+from cartotheca.catalogue.query.paging import Listing
+from cartotheca.catalogue.query.resource_list import CONTACT_ROLES, LOAD_OPTIONS, decorate
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     Category,
     ContactRole,
     Favorite,
     Group,
-    Keyword,
     License,
-    Region,
     Resource,
     RestrictionCodeType,
     SpatialRepresentationType,
     ThesaurusKeyword,
     User,
-    resource_keywords,
-    resource_regions,
-    resource_tkeywords,
 )
 from cartotheca.errors import (
     InvalidInput,
-    InvalidQuery,
     NotAuthenticated,
     NotFound,
     PermissionDenied,
@@ -46,279 +43,7 @@ from cartotheca.settings import Settings
 
 RESOURCE_TYPES = ("dataset", "map", "document", "service", "geostory", "dashboard", "geoapp")
 SUBTYPES = ("raster", "vector", "vector_time", "remote")
-CONTACT_ROLES = (
-    "poc", "metadata_author", "processor", "publisher", "custodian", "distributor",
-    "resource_user", "resource_provider", "originator", "principal_investigator",
-)
 DATE_TYPES = ("creation", "publication", "revision")
-
-
-def _to_one(fk, target_pk, target_col) -> Field:
-    return Field(
-        target_col,
-        via=lambda cond: and_(fk.is_not(None), fk.in_(select(target_pk).where(cond))),
-        sort=select(target_col).where(target_pk == fk).correlate(Resource).scalar_subquery(),
-    )
-
-
-def _to_many(assoc_fk, assoc_target, target_pk, target_col, kind: type = str) -> Field:
-    return Field(
-        target_col,
-        kind=kind,
-        via=lambda cond: Resource.id.in_(
-            select(assoc_fk).join_from(assoc_fk.table, target_pk.table, assoc_target == target_pk)
-            .where(cond)
-        ),
-        sortable=False,
-    )
-
-
-def _contacts(role: str, column) -> Field:
-    return Field(
-        column,
-        kind=int if column.key == "id" else str,
-        via=lambda cond: Resource.id.in_(
-            select(ContactRole.resource_id).join(User, User.id == ContactRole.user_id)
-            .where(ContactRole.role == role, cond)
-        ),
-        sortable=False,
-    )
-
-
-def _fields() -> dict[str, Field]:
-    scalar_str = (
-        "uuid", "title", "abstract", "resource_type", "subtype", "alternate", "name", "date_type",
-        "language", "srid", "state", "sourcetype", "purpose", "attribution", "doi", "edition",
-        "maintenance_frequency", "constraints_other", "supplemental_information",
-        "data_quality_statement", "thumbnail_url",
-    )
-    out: dict[str, Field] = {n: Field(getattr(Resource, n)) for n in scalar_str}
-    for n in ("featured", "is_published", "is_approved", "advertised", "metadata_only",
-              "processed", "is_copyable", "dirty_state"):
-        out[n] = Field(getattr(Resource, n), kind=bool, nullable=False)
-    for n in ("date", "created", "last_updated", "temporal_extent_start", "temporal_extent_end"):
-        out[n] = Field(getattr(Resource, n), kind=dt.datetime)
-    for n in ("popular_count", "share_count", "rating"):
-        out[n] = Field(getattr(Resource, n), kind=int, nullable=False)
-    out["pk"] = out["id"] = Field(Resource.id, kind=int, nullable=False)
-    out["owner"] = out["owner.pk"] = out["owner.id"] = Field(Resource.owner_id, kind=int)
-    for n in ("username", "first_name", "last_name", "email"):
-        out[f"owner.{n}"] = _to_one(Resource.owner_id, User.id, getattr(User, n))
-    out["category"] = out["category.id"] = Field(Resource.category_id, kind=int)
-    for n in ("identifier", "gn_description", "description"):
-        out[f"category.{n}"] = _to_one(Resource.category_id, Category.id, getattr(Category, n))
-    out["license"] = out["license.id"] = Field(Resource.license_id, kind=int)
-    for n in ("identifier", "name", "abbreviation"):
-        out[f"license.{n}"] = _to_one(Resource.license_id, License.id, getattr(License, n))
-    out["group"] = out["group.pk"] = out["group.id"] = Field(Resource.group_id, kind=int)
-    out["group.name"] = _to_one(Resource.group_id, Group.id, Group.name)
-    out["restriction_code_type.identifier"] = _to_one(
-        Resource.restriction_code_type_id, RestrictionCodeType.id, RestrictionCodeType.identifier)
-    out["spatial_representation_type.identifier"] = _to_one(
-        Resource.spatial_representation_type_id, SpatialRepresentationType.id,
-        SpatialRepresentationType.identifier)
-    kw = (resource_keywords.c.resource_id, resource_keywords.c.keyword_id, Keyword.id)
-    out["keywords"] = out["keywords.id"] = _to_many(*kw, Keyword.id, kind=int)
-    out["keywords.name"] = _to_many(*kw, Keyword.name)
-    out["keywords.slug"] = _to_many(*kw, Keyword.slug)
-    rg = (resource_regions.c.resource_id, resource_regions.c.region_id, Region.id)
-    out["regions"] = out["regions.id"] = _to_many(*rg, Region.id, kind=int)
-    out["regions.name"] = _to_many(*rg, Region.name)
-    out["regions.code"] = _to_many(*rg, Region.code)
-    tk = (resource_tkeywords.c.resource_id, resource_tkeywords.c.tkeyword_id, ThesaurusKeyword.id)
-    out["tkeywords"] = out["tkeywords.id"] = _to_many(*tk, ThesaurusKeyword.id, kind=int)
-    out["tkeywords.name"] = _to_many(*tk, ThesaurusKeyword.alt_label)
-    out["tkeywords.uri"] = _to_many(*tk, ThesaurusKeyword.about)
-    for role in CONTACT_ROLES:
-        out[f"{role}.username"] = _contacts(role, User.username)
-        out[f"{role}.pk"] = out[role] = _contacts(role, User.id)
-    return out
-
-
-RESOURCE_FIELDS = FieldMap(
-    fields=_fields(),
-    search_fields={"title": Resource.title, "abstract": Resource.abstract,
-                   "purpose": Resource.purpose, "alternate": Resource.alternate,
-                   "name": Resource.name, "supplemental_information": Resource.supplemental_information},
-    default_search_fields=("title", "abstract"),
-    default_sort=(Resource.created.desc(),),
-    tiebreak=Resource.id,
-)
-
-# The SQLite R*Tree kept in step with resources by triggers (migration 0001).
-RTREE = table("resources_extent", column("id"), column("minx"), column("maxx"), column("miny"),
-              column("maxy"))
-
-LOAD_OPTIONS = (
-    joinedload(Resource.owner),
-    joinedload(Resource.category),
-    joinedload(Resource.license),
-    joinedload(Resource.group),
-    joinedload(Resource.restriction_code_type),
-    joinedload(Resource.spatial_representation_type),
-    selectinload(Resource.keywords),
-    selectinload(Resource.regions),
-    selectinload(Resource.tkeywords).joinedload(ThesaurusKeyword.thesaurus),
-    selectinload(Resource.tkeywords).selectinload(ThesaurusKeyword.labels),
-    selectinload(Resource.contacts).joinedload(ContactRole.user),
-)
-
-
-@dataclass
-class Listing:
-    """One page of a list, with what the wire envelope needs."""
-
-    rows: Sequence[Any]
-    total: int | None  # None when the request asked for no count (total=false)
-    page: int
-    page_size: int | None
-    perms: dict[int, list[str]] = field(default_factory=dict)
-    favorites: frozenset[int] = frozenset()
-    has_next: bool | None = None  # known without a count: one row past the page was asked for
-
-
-@dataclass(frozen=True)
-class ListContext:
-    session: Session
-    principal: Principal
-    settings: Settings
-    params: Mapping[str, list[str]]
-    items: Sequence[tuple[str, str]]
-
-
-def paginate(session: Session, stmt: Select, order: Sequence[Any], ctx: ListContext,
-             options: Sequence[Any] = ()) -> tuple[Sequence[Any], int, int, int | None]:
-    """Count, then fetch one page: two statements whatever the filters."""
-    page = query.parse_page(
-        ctx.params,
-        default_size=ctx.settings.API_LIMIT_PER_PAGE,
-        search_size=ctx.settings.DEFAULT_SEARCH_SIZE,
-        max_size=ctx.settings.API_MAX_PAGE_SIZE,
-    )
-    total = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
-    number = page.number
-    if page.size is None:
-        last = 1
-    else:
-        last = max(1, -(-total // page.size))
-    if number is None:
-        number = last
-    if number > last:
-        raise NotFound("Invalid page.")
-    stmt = stmt.order_by(*order)
-    if page.size is not None:
-        stmt = stmt.limit(page.size).offset((number - 1) * page.size)
-    if not options:
-        return session.scalars(stmt).all(), total, number, page.size
-    return _load_page(session, stmt, options), total, number, page.size
-
-
-def paginate_uncounted(session: Session, stmt: Select, order: Sequence[Any], ctx: ListContext,
-                       options: Sequence[Any] = ()) -> tuple[Sequence[Any], bool, int, int]:
-    """One page without the count (``total=false``): the page and one row more, which says
-    whether a next page exists. Counting every row the requester may see costs far more than the
-    page itself on a large catalogue (the page walks an index and stops early)."""
-    page = query.parse_page(
-        ctx.params,
-        default_size=ctx.settings.API_LIMIT_PER_PAGE,
-        search_size=ctx.settings.DEFAULT_SEARCH_SIZE,
-        max_size=ctx.settings.API_MAX_PAGE_SIZE,
-    )
-    if page.number is None or page.size is None:
-        raise InvalidQuery("total=false needs a page number and a page size")
-    stmt = stmt.order_by(*order).limit(page.size + 1).offset((page.number - 1) * page.size)
-    rows = _load_page(session, stmt, options) if options else session.scalars(stmt).all()
-    if not rows and page.number > 1:
-        raise NotFound("Invalid page.")
-    return rows[:page.size], len(rows) > page.size, page.number, page.size
-
-
-def wants_total(params: Mapping[str, list[str]]) -> bool:
-    raw = (params.get("total") or [None])[0]
-    return True if raw is None else query.strict_bool(raw, "total")
-
-
-def _load_page(session: Session, stmt: Select, options: Sequence[Any]) -> list[Any]:
-    """Ids of the page first, then the rows with their joined loads.
-
-    With OFFSET, joining owner, category, licence ... in the paging query would make the
-    database build those joins for every skipped row as well; this way only the page's rows
-    are joined, whatever the page number.
-    """
-    entity = stmt.column_descriptions[0]["entity"]
-    pk = sa_inspect(entity).primary_key[0]
-    ids = list(session.scalars(stmt.with_only_columns(pk)))
-    if not ids:
-        return []
-    rows = session.scalars(select(entity).where(pk.in_(ids)).options(*options)).unique().all()
-    by_id = {getattr(row, pk.key): row for row in rows}
-    return [by_id[i] for i in ids if i in by_id]
-
-
-def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> list[ColumnElement]:
-    """Visibility, filter{}, search, favorite and extent as WHERE clauses."""
-    advertised = (ctx.params.get("advertised") or [None])[0]
-    clauses: list[ColumnElement] = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised)]
-    clauses += query.compile_filters(ctx.items, fields)
-    searched = query.compile_search(ctx.params, fields)
-    if searched is not None:
-        clauses.append(searched)
-    favorite = (ctx.params.get("favorite") or [None])[0]
-    if favorite is not None:
-        if query.strict_bool(favorite, "favorite"):
-            if ctx.principal.id is None:
-                clauses.append(Resource.id.is_(None))
-            else:
-                clauses.append(Resource.id.in_(
-                    select(Favorite.resource_id).where(Favorite.user_id == ctx.principal.id)))
-    extents = ctx.params.get("extent")
-    if extents:
-        clauses.append(extent_clause(ctx.session, query.parse_extent(extents)))
-    return clauses
-
-
-def extent_clause(session: Session, boxes) -> ColumnElement[bool]:
-    """Intersection with any of the lon/lat boxes, served by the spatial index."""
-    dialect = session.get_bind().dialect.name
-    parts = []
-    for minx, miny, maxx, maxy in boxes:
-        if dialect == "sqlite":
-            # Columns of the R*Tree (not text()) so each box gets its own bound parameters.
-            rtree = RTREE.c
-            parts.append(Resource.id.in_(
-                select(rtree.id).where(rtree.minx <= maxx, rtree.maxx >= minx,
-                                       rtree.miny <= maxy, rtree.maxy >= miny)
-            ))
-        else:
-            box = func.box(func.point(Resource.ll_minx, Resource.ll_miny),
-                           func.point(Resource.ll_maxx, Resource.ll_maxy))
-            probe = func.box(func.point(minx, miny), func.point(maxx, maxy))
-            parts.append(box.op("&&")(probe))
-    return or_(*parts)
-
-
-def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement] = (),
-                   fields: FieldMap = RESOURCE_FIELDS) -> Listing:
-    stmt = select(Resource).where(*base, *resource_clauses(ctx, fields))
-    order = query.compile_sort(ctx.params, fields)
-    if not wants_total(ctx.params):
-        rows, has_next, number, size = paginate_uncounted(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
-        return decorate(ctx.session, ctx.principal, Listing(rows, None, number, size, has_next=has_next))
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
-    return decorate(ctx.session, ctx.principal, Listing(rows, total, number, size))
-
-
-def decorate(session: Session, principal: Principal, listing: Listing) -> Listing:
-    """Add the requester's perms and favourites for the page: two statements."""
-    listing.perms = perms.perms_for(session, principal, listing.rows)
-    if principal.id is not None and listing.rows:
-        listing.favorites = frozenset(session.scalars(
-            select(Favorite.resource_id).where(
-                Favorite.user_id == principal.id,
-                Favorite.resource_id.in_([r.id for r in listing.rows]),
-            )
-        ))
-    return listing
 
 
 def parse_id(raw: str | int) -> int:
@@ -791,14 +516,6 @@ def load_many(session: Session, ids: Sequence[int], types: Sequence[str] | None 
         raise NotFound(f"Not found: {missing[0]}")
     return [found[i] for i in ids]
 
-
-def matching_ids_for_update(ctx: ListContext, base: Sequence[ColumnElement]) -> Select:
-    """Rows a patch-all touches: the listed, visible rows the requester may change."""
-    clauses = resource_clauses(ctx)
-    if not ctx.principal.is_superuser:
-        own = Resource.owner_id == ctx.principal.id
-        clauses.append(or_(own, perms.has_grant(ctx.principal, perms.CHANGE_METADATA)))
-    return select(Resource.id).where(*base, *clauses)
 
 
 def _valid_uuid(value: Any, session: Session) -> str:

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 from cartotheca import xmlsafe
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, Listing, paginate, parse_id
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, Upload
 from cartotheca.errors import Conflict, InvalidInput, NotAuthenticated, NotFound

@@ -18,8 +18,7 @@ from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, FilterTerm
-from cartotheca.catalogue.resources import ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, FilterTerm, ListContext, Listing, paginate
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, ManagementCommandJob, User
 from cartotheca.errors import CartothecaError, InvalidInput, InvalidQuery, NotFound

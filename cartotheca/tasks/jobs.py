@@ -13,6 +13,7 @@ from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.catalogue.harvesting import runs as harvesting
+from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource, Upload, User
 from cartotheca.db.session import on_commit
 from cartotheca.errors import CartothecaError, InvalidInput, NotFound
@@ -25,7 +26,7 @@ from cartotheca.tasks.engine import Job, JobContext
 def _resource(ctx: JobContext) -> Resource:
     resource_id = ctx.execution.resource_id or ctx.params.get("resource_id")
     resource = ctx.session.scalar(
-        select(Resource).where(Resource.id == resource_id).options(*catalogue.LOAD_OPTIONS)
+        select(Resource).where(Resource.id == resource_id).options(*LOAD_OPTIONS)
     ) if resource_id else None
     if resource is None:
         raise NotFound(f"resource {resource_id} no longer exists")

@@ -5,6 +5,7 @@ from sqlalchemy import select
 
 from cartotheca.catalogue import accounts, groups, oauth
 from cartotheca.catalogue.auth import Principal, check_password, issue_token, open_web_session
+from cartotheca.catalogue.query import ListContext
 from cartotheca.db.models import AccessToken, GroupMember, OAuthApplication, User, WebSession
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from tests.factories import make_group, make_resource, make_user
@@ -115,8 +116,6 @@ def test_remove_from_group_manager_is_all_or_nothing(db, settings):
 
 
 def _ctx(db, principal, settings):
-    from cartotheca.catalogue.resources import ListContext
-
     return ListContext(db, principal, settings, {}, [])
 
 

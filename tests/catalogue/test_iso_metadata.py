@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from cartotheca import xmlsafe
 from cartotheca.catalogue import iso_metadata
-from cartotheca.catalogue.resources import LOAD_OPTIONS
+from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource, Thesaurus, ThesaurusKeyword
 from cartotheca.errors import InvalidInput
 from tests.catalogue.iso_documents import BILLION_LAUGHS, NOT_ISO, XXE_DOCUMENT, gmd, mdb

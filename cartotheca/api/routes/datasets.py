@@ -30,8 +30,7 @@ from cartotheca.catalogue import iso_metadata, links
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.datasets import DATASET_FIELDS
-from cartotheca.catalogue.query import check_utf8, parse_page, query_lists
-from cartotheca.catalogue.resources import Listing
+from cartotheca.catalogue.query import Listing, check_utf8, parse_page, query_lists
 from cartotheca.errors import InvalidInput, NotFound
 
 IdPath = Annotated[str, PathParam(description="integer id of the dataset")]

@@ -27,8 +27,7 @@ from cartotheca.api.schemas.resources import RecordContext, records
 from cartotheca.catalogue import documents
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.documents import NewDocument
-from cartotheca.catalogue.query import strict_bool
-from cartotheca.catalogue.resources import Listing
+from cartotheca.catalogue.query import Listing, strict_bool
 from cartotheca.errors import InvalidInput
 
 IdPath = Annotated[str, PathParam(description="integer id of the document")]

@@ -18,7 +18,7 @@ from cartotheca.api.schemas.geoapps import geoapp_extras
 from cartotheca.api.schemas.resources import RecordContext, records
 from cartotheca.catalogue import geoapps
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue.resources import Listing
+from cartotheca.catalogue.query import Listing, resource_list
 
 BodyDep = Annotated[Any, Depends(read_body)]
 
@@ -49,7 +49,7 @@ class GeoappRoutes(ResourceRoutes):
             created = [geoapps.create_geoapp(db, principal, settings, item, resource_type=self.kind)
                        for item in items]
             db.commit()
-            listing = catalogue.decorate(db, principal, Listing(
+            listing = resource_list.decorate(db, principal, Listing(
                 catalogue.load_many(db, [r.id for r in created]), len(created), 1, None))
             ctx = self.record_context(settings, principal)
             if many:

@@ -30,7 +30,7 @@ from cartotheca.api.schemas.resources import RecordContext, records
 from cartotheca.catalogue import extra_metadata, linked_resources, map_layers, maps
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.datasets import DATASET_FIELDS
-from cartotheca.catalogue.resources import Listing
+from cartotheca.catalogue.query import Listing, resource_list
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import map_images
 from cartotheca.settings import Settings
@@ -99,7 +99,7 @@ class MapRoutes(ResourceRoutes):
             created = [maps.create_map(db, principal, settings, item) for item in items]
             db.commit()
             self.after_commit(db, settings)
-            listing = catalogue.decorate(db, principal, Listing(
+            listing = resource_list.decorate(db, principal, Listing(
                 catalogue.load_many(db, [r.id for r in created]), len(created), 1, None))
             ctx = self.record_context(settings, principal)
             found = self.records(db, listing, ctx, detail=True)
@@ -148,7 +148,7 @@ class MapRoutes(ResourceRoutes):
             found = views(db, principal, settings, map_id)
             ids = list(dict.fromkeys(v.resource.id for v in found if v.resource is not None))
             rows = catalogue.load_many(db, ids)
-            listing = catalogue.decorate(db, principal, Listing(rows, len(ids), 1, None))
+            listing = resource_list.decorate(db, principal, Listing(rows, len(ids), 1, None))
             items = DATASETS.records(db, listing, DATASETS.record_context(settings, principal))
             return JSON(_array_page(request, items, ("title", "name"), settings))
 

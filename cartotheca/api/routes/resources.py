@@ -28,8 +28,8 @@ from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.resources import RecordContext, records, select_fields
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue.query import FieldMap
-from cartotheca.catalogue.resources import RESOURCE_FIELDS, Listing
+from cartotheca.catalogue.query import FieldMap, Listing, resource_list
+from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Resource
 from cartotheca.errors import InvalidInput, MethodNotAllowed, PermissionDenied
@@ -125,7 +125,7 @@ class ResourceRoutes:
         def list_items(request: Request, db: DbDep, principal: PrincipalDep,
                        settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
-            listing = catalogue.list_resources(ctx, base=self.base(), fields=self.fields)
+            listing = resource_list.list_resources(ctx, base=self.base(), fields=self.fields)
             return self.page(request, db, listing, self.record_context(settings, principal), params)
 
         if self.prefix != "resources":
@@ -135,7 +135,7 @@ class ResourceRoutes:
             def view(request: Request, db: DbDep, principal: PrincipalDep,
                      settings: SettingsDep, params: ListParamsDep) -> JSON:
                 ctx = list_context(request, db, principal)
-                listing = catalogue.list_resources(ctx, base=[flag.is_(True)])
+                listing = resource_list.list_resources(ctx, base=[flag.is_(True)])
                 return self.page(request, db, listing, self.record_context(settings, principal), params)
             return view
 
@@ -148,7 +148,7 @@ class ResourceRoutes:
                       settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
             ctx.params["favorite"] = ["true"]
-            listing = catalogue.list_resources(ctx)
+            listing = resource_list.list_resources(ctx)
             return self.page(request, db, listing, self.record_context(settings, principal), params,
                              key="favorites")
 
@@ -171,7 +171,7 @@ class ResourceRoutes:
                 created = [catalogue.create_resource(db, principal, settings, item,
                                                      resource_type=kind) for item in items]
                 db.commit()
-                listing = catalogue.decorate(db, principal, Listing(
+                listing = resource_list.decorate(db, principal, Listing(
                     catalogue.load_many(db, [r.id for r in created]), len(created), 1, None))
                 ctx = self.record_context(settings, principal)
                 if many:
@@ -195,7 +195,7 @@ class ResourceRoutes:
                                  {k: v for k, v in data.items() if k not in ("id", "pk")})
             db.commit()
             self.after_commit(db, settings)
-            listing = catalogue.decorate(db, principal, Listing(
+            listing = resource_list.decorate(db, principal, Listing(
                 catalogue.load_many(db, ids), len(ids), 1, None))
             ctx = self.record_context(settings, principal)
             return JSON({self.plural: self.records(db, listing, ctx)})
@@ -218,7 +218,7 @@ class ResourceRoutes:
         if not isinstance(body, Mapping) or not body:
             raise InvalidInput("patch-all needs a JSON object of the fields to set")
         ctx = list_context(request, db, principal)
-        ids_stmt = catalogue.matching_ids_for_update(ctx, self.base())
+        ids_stmt = resource_list.matching_ids_for_update(ctx, self.base())
         if mode.lower() == "query":
             values = _query_update_values(body)
             result = db.execute(update(Resource).where(Resource.id.in_(ids_stmt.scalar_subquery()))
@@ -319,7 +319,7 @@ class ResourceRoutes:
 
 def resource_list_response(request: Request, db, principal, settings, base: list) -> JSON:
     """A ``resources`` page restricted by ``base`` (a user's, a group's resources)."""
-    listing = catalogue.list_resources(list_context(request, db, principal), base=base)
+    listing = resource_list.list_resources(list_context(request, db, principal), base=base)
     items = records(listing, RecordContext(siteurl.base(settings), principal))
     return JSON(envelope(request, "resources", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size, has_next=listing.has_next))

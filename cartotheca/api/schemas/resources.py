@@ -11,7 +11,8 @@ from cartotheca.api.schemas.common import iso
 from cartotheca.api.schemas.users import user_record
 from cartotheca.catalogue import links
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.resources import CONTACT_ROLES, Listing
+from cartotheca.catalogue.query import Listing
+from cartotheca.catalogue.query.resource_list import CONTACT_ROLES
 from cartotheca.db.models import Resource
 
 # Django content-type ids GeoNode reports; clients only echo them back.

@@ -24,6 +24,7 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.csw.filters import FilterCompiler, filter_element
 from cartotheca.catalogue.csw.records import CatalogueRecord, records_select
+from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource
 from cartotheca.db.session import is_unavailable
 from cartotheca.settings import Settings
@@ -133,8 +134,6 @@ class CatalogueRepository:
         """The resources behind ``rows`` with everything their records write, in row order."""
         if not rows:
             return []
-        from cartotheca.catalogue.resources import LOAD_OPTIONS
-
         ids = [row["resource_id"] for row in rows]
         loaded = self._execute(
             select(Resource).where(Resource.id.in_(ids)).options(*LOAD_OPTIONS)).scalars().unique()

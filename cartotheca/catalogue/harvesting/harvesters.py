@@ -19,8 +19,8 @@ from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.harvesting import registry
 from cartotheca.catalogue.harvesting.remote import check_remote_url
-from cartotheca.catalogue.query import Field, FieldMap
-from cartotheca.catalogue.resources import ListContext, paginate, parse_id
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, paginate
+from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     ExecutionRequest,

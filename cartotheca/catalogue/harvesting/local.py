@@ -19,6 +19,7 @@ from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.catalogue.harvesting.remote import RemoteResource
+from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Document, Harvester, Resource, User
 from cartotheca.errors import InvalidInput
 from cartotheca.settings import Settings
@@ -78,7 +79,7 @@ def save(session: Session, settings: Settings, principal: Principal, harvester: 
          remote: RemoteResource, resource_id: int | None) -> Resource:
     """Create the local copy of ``remote``, or bring the existing one (``resource_id``) up to date."""
     resource = session.scalar(select(Resource).where(Resource.id == resource_id)
-                              .options(*catalogue.LOAD_OPTIONS)) if resource_id else None
+                              .options(*LOAD_OPTIONS)) if resource_id else None
     if resource is None:
         resource = catalogue.create_resource(session, principal, settings, _values(remote),
                                              resource_type=_local_type(remote))

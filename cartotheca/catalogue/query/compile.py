@@ -1,24 +1,18 @@
-"""cartotheca.catalogue.query: the one query language (filter{}, search, sort[], extent, paging) → SQL.
+"""cartotheca.catalogue.query.compile: filter{...}, search and sort compiled against a ``FieldMap``.
 
-Every collection declares a ``FieldMap`` of the names a client may filter and sort on; this
-module parses the request's query parameters once and compiles them into clauses of one
-``Select``. Unknown names and malformed values raise ``InvalidQuery`` naming the parameter:
-never a silent no-op, never a 500.
+The parsed request (``ListQuery``) is turned into WHERE and ORDER BY clauses of one ``Select``.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote_to_bytes
 
 from sqlalchemy import ColumnElement, Select, and_, false, func, not_, or_, true
 
-from cartotheca import timeutil
+from cartotheca.catalogue.query.fields import FieldMap, convert, strict_bool
 from cartotheca.errors import InvalidQuery
 
 OPERATORS = {
@@ -27,89 +21,6 @@ OPERATORS = {
 }
 
 FILTER_KEY = re.compile(r"^filter\{(?P<body>[^{}]*)\}$")
-TRUE_WORDS = {"1", "true", "t", "yes", "y", "on"}
-FALSE_WORDS = {"0", "false", "f", "no", "n", "off", ""}
-
-Wrap = Callable[[ColumnElement[bool]], ColumnElement[bool]]
-
-
-@dataclass(frozen=True)
-class Field:
-    """One filterable/sortable name.
-
-    ``column`` is the SQL expression compared; ``kind`` its value type. For a name reached
-    through a relation (``owner.username``, ``keywords.name``), ``via`` turns a condition on
-    the related table into a condition on the collection's rows (an indexed ``IN`` subquery
-    that is never NULL, so negation keeps rows that have no related record, as Django does).
-    ``sort`` is the expression to order by, or None when the name cannot be sorted.
-    """
-
-    column: Any
-    kind: type = str
-    via: Wrap | None = None
-    sortable: bool = True
-    sort: Any = None
-    nullable: bool = True
-
-    @property
-    def sort_expression(self) -> Any:
-        return self.sort if self.sort is not None else self.column
-
-
-@dataclass
-class FieldMap:
-    fields: dict[str, Field]
-    search_fields: dict[str, Any] = field(default_factory=dict)
-    default_search_fields: Sequence[str] = ()
-    default_sort: Sequence[Any] = ()
-    tiebreak: Any = None  # unique column appended to every order, so pages never overlap
-
-    def get(self, name: str, param: str) -> Field:
-        found = self.fields.get(name)
-        if found is None:
-            raise InvalidQuery(f"Invalid filter field: {name}", extra=[f"parameter: {param}"])
-        return found
-
-
-# ---------------------------------------------------------------------------------------
-# values
-
-
-def to_bool(raw: str) -> bool:
-    return raw.strip().lower() not in FALSE_WORDS
-
-
-def strict_bool(raw: str, param: str) -> bool:
-    word = raw.strip().lower()
-    if word in TRUE_WORDS:
-        return True
-    if word in FALSE_WORDS and word != "":
-        return False
-    raise InvalidQuery(f"Invalid value for {param}: {raw}")
-
-
-def convert(raw: str, kind: type, param: str) -> Any:
-    try:
-        if kind is bool:  # "maybe" is not a boolean: a 400 naming the parameter, as GeoNode's
-            return strict_bool(raw, param)
-        if kind is int:
-            value = int(raw.strip())
-            if not -2**63 <= value < 2**63:  # beyond BIGINT the driver raises, not the database
-                raise ValueError(raw)
-            return value
-        if kind is float:
-            value = float(raw.strip())
-            if not math.isfinite(value):
-                raise ValueError(raw)
-            return value
-        if kind is dt.datetime:
-            return timeutil.parse_datetime(raw)
-        if "\x00" in raw:
-            raise ValueError(raw)
-        return raw
-    except (ValueError, OverflowError):
-        raise InvalidQuery(f"Invalid value for {param}: {raw}") from None
-
 
 # ---------------------------------------------------------------------------------------
 # filter{...}
@@ -308,105 +219,6 @@ def _ordered(expr: Any, desc: bool) -> Any:
         return expr.desc() if desc else expr.asc()
     return expr.desc().nulls_first() if desc else expr.asc().nulls_last()
 
-
-# ---------------------------------------------------------------------------------------
-# extent
-
-
-def parse_extent(raw_values: list[str]) -> list[tuple[float, float, float, float]]:
-    """``extent=minx,miny,maxx,maxy`` (lon/lat); groups of four may repeat and are ORed."""
-    boxes = []
-    for raw in raw_values:
-        parts = [p for p in raw.replace(" ", "").split(",")]
-        if not parts or len(parts) % 4 != 0:
-            raise InvalidQuery(f"Invalid value for extent: {raw}")
-        try:
-            numbers = [float(p) for p in parts]
-        except ValueError:
-            raise InvalidQuery(f"Invalid value for extent: {raw}") from None
-        if not all(math.isfinite(n) for n in numbers):
-            raise InvalidQuery(f"Invalid value for extent: {raw}")
-        for i in range(0, len(numbers), 4):
-            minx, miny, maxx, maxy = numbers[i:i + 4]
-            if miny > maxy or not (-90.0 <= miny <= 90.0) or not (-90.0 <= maxy <= 90.0):
-                raise InvalidQuery(f"Invalid value for extent: {raw}")
-            boxes.extend(split_antimeridian(minx, miny, maxx, maxy))
-    return boxes
-
-
-def split_antimeridian(minx: float, miny: float, maxx: float, maxy: float):
-    if maxx - minx >= 360:
-        return [(-180.0, miny, 180.0, maxy)]
-    # Normalise longitudes into [-180, 180); a box whose west edge is east of its east edge
-    # crosses the antimeridian and is split in two.
-    def wrap(x: float) -> float:
-        return ((x + 180.0) % 360.0) - 180.0 if not -180.0 <= x <= 180.0 else x
-
-    west, east = wrap(minx), wrap(maxx)
-    if west <= east:
-        return [(west, miny, east, maxy)]
-    return [(west, miny, 180.0, maxy), (-180.0, miny, east, maxy)]
-
-
-# ---------------------------------------------------------------------------------------
-# paging
-
-
-@dataclass(frozen=True)
-class Page:
-    number: int | None  # None: "last"
-    size: int | None  # None: no limit
-    echo_size: int | None
-
-
-def parse_page(params: Mapping[str, list[str]], *, default_size: int, search_size: int,
-               max_size: int) -> Page:
-    raw_size = (params.get("page_size") or [None])[0]
-    if raw_size is None or raw_size == "":
-        size = search_size if params.get("search") else default_size
-        size = size if size > 0 else None
-    else:
-        try:
-            size = int(raw_size)
-        except ValueError:
-            raise InvalidQuery(f"Invalid value for page_size: {raw_size}") from None
-        if size < 1 or size > max_size:
-            raise InvalidQuery(
-                f"Invalid value for page_size: {raw_size} (an integer from 1 to {max_size})"
-            )
-    raw_page = (params.get("page") or ["1"])[0]
-    if raw_page == "last":
-        return Page(None, size, size)
-    try:
-        number = int(raw_page)
-    except ValueError:
-        raise InvalidQuery(f"Invalid value for page: {raw_page}") from None
-    if number < 1:
-        raise InvalidQuery(f"Invalid value for page: {raw_page}")
-    return Page(number, size, size)
-
-
-def check_utf8(raw_query: bytes) -> None:
-    """Reject a query string whose percent-escapes are not UTF-8.
-
-    Starlette decodes such bytes to U+FFFD, which would silently filter on a different value
-    than the client sent; the parameter is named so the client can find it.
-    """
-    for pair in raw_query.split(b"&"):
-        key, _, value = pair.partition(b"=")
-        for part in (key, value):
-            try:
-                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
-            except UnicodeDecodeError:
-                name = unquote_to_bytes(key).decode("utf-8", "replace")
-                raise InvalidQuery(f"Invalid UTF-8 in query parameter: {name}") from None
-
-
-def query_lists(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for key, value in items:
-        out.setdefault(key, []).append(value)
-    return out
 
 
 def apply_where(stmt: Select, clauses: Sequence[ColumnElement[bool]]) -> Select:

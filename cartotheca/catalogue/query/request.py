@@ -1,0 +1,113 @@
+"""cartotheca.catalogue.query.request: the list parameters of a request read once.
+
+The query string is checked for UTF-8, grouped by name and parsed into the page wanted and
+the extent boxes; malformed values raise ``InvalidQuery`` naming the parameter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote_to_bytes
+
+from cartotheca.errors import InvalidQuery
+
+# ---------------------------------------------------------------------------------------
+# extent
+
+
+def parse_extent(raw_values: list[str]) -> list[tuple[float, float, float, float]]:
+    """``extent=minx,miny,maxx,maxy`` (lon/lat); groups of four may repeat and are ORed."""
+    boxes = []
+    for raw in raw_values:
+        parts = [p for p in raw.replace(" ", "").split(",")]
+        if not parts or len(parts) % 4 != 0:
+            raise InvalidQuery(f"Invalid value for extent: {raw}")
+        try:
+            numbers = [float(p) for p in parts]
+        except ValueError:
+            raise InvalidQuery(f"Invalid value for extent: {raw}") from None
+        if not all(math.isfinite(n) for n in numbers):
+            raise InvalidQuery(f"Invalid value for extent: {raw}")
+        for i in range(0, len(numbers), 4):
+            minx, miny, maxx, maxy = numbers[i:i + 4]
+            if miny > maxy or not (-90.0 <= miny <= 90.0) or not (-90.0 <= maxy <= 90.0):
+                raise InvalidQuery(f"Invalid value for extent: {raw}")
+            boxes.extend(split_antimeridian(minx, miny, maxx, maxy))
+    return boxes
+
+
+def split_antimeridian(minx: float, miny: float, maxx: float, maxy: float):
+    if maxx - minx >= 360:
+        return [(-180.0, miny, 180.0, maxy)]
+    # Normalise longitudes into [-180, 180); a box whose west edge is east of its east edge
+    # crosses the antimeridian and is split in two.
+    def wrap(x: float) -> float:
+        return ((x + 180.0) % 360.0) - 180.0 if not -180.0 <= x <= 180.0 else x
+
+    west, east = wrap(minx), wrap(maxx)
+    if west <= east:
+        return [(west, miny, east, maxy)]
+    return [(west, miny, 180.0, maxy), (-180.0, miny, east, maxy)]
+
+
+# ---------------------------------------------------------------------------------------
+# paging
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int | None  # None: "last"
+    size: int | None  # None: no limit
+    echo_size: int | None
+
+
+def parse_page(params: Mapping[str, list[str]], *, default_size: int, search_size: int,
+               max_size: int) -> Page:
+    raw_size = (params.get("page_size") or [None])[0]
+    if raw_size is None or raw_size == "":
+        size = search_size if params.get("search") else default_size
+        size = size if size > 0 else None
+    else:
+        try:
+            size = int(raw_size)
+        except ValueError:
+            raise InvalidQuery(f"Invalid value for page_size: {raw_size}") from None
+        if size < 1 or size > max_size:
+            raise InvalidQuery(
+                f"Invalid value for page_size: {raw_size} (an integer from 1 to {max_size})"
+            )
+    raw_page = (params.get("page") or ["1"])[0]
+    if raw_page == "last":
+        return Page(None, size, size)
+    try:
+        number = int(raw_page)
+    except ValueError:
+        raise InvalidQuery(f"Invalid value for page: {raw_page}") from None
+    if number < 1:
+        raise InvalidQuery(f"Invalid value for page: {raw_page}")
+    return Page(number, size, size)
+
+
+def check_utf8(raw_query: bytes) -> None:
+    """Reject a query string whose percent-escapes are not UTF-8.
+
+    Starlette decodes such bytes to U+FFFD, which would silently filter on a different value
+    than the client sent; the parameter is named so the client can find it.
+    """
+    for pair in raw_query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        for part in (key, value):
+            try:
+                unquote_to_bytes(part.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                name = unquote_to_bytes(key).decode("utf-8", "replace")
+                raise InvalidQuery(f"Invalid UTF-8 in query parameter: {name}") from None
+
+
+def query_lists(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, value in items:
+        out.setdefault(key, []).append(value)
+    return out
