@@ -9,7 +9,7 @@ its spatial index, in a fresh process:
   for PostGIS (no PostgreSQL driver in the wheel) ``read_arrow`` + one COPY + GiST + ANALYZE;
 - Cartotheca's storage write: ``vector_store(settings).write(SourceLayer, name)``;
 - Cartotheca's publish path: ``cartotheca.catalogue.publishing.publish_files`` (what
-  ``cartotheca.geodata.ingest.publish`` and the upload API run: validation, storage write,
+  ``cartotheca.catalogue.publishing.publish`` and the upload API run: validation, storage write,
   attribute statistics, catalogue rows, the thumbnail of a small layer) and the commit; a large
   layer's thumbnail, drawn after the commit by a follow-up execution, is timed apart.
 

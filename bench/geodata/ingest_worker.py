@@ -136,6 +136,7 @@ def warm_up_publish(session, settings, principal, data_dir: Path) -> None:
 
     from cartotheca.catalogue.publishing import publish_files
     from cartotheca.geodata.ingest import IngestOptions
+    from cartotheca.ows.thumbnails import MapThumbnails
 
     boxes = [shapely.box(i, 0, i + 0.5, 0.5) for i in range(10)]
     table = pa.table({"name": [f"warm-up {i}" for i in range(10)],
@@ -145,7 +146,7 @@ def warm_up_publish(session, settings, principal, data_dir: Path) -> None:
                             geometry_type="Polygon", crs="EPSG:4326")
     try:
         publish_files(session, settings, principal, {"base_file": path},
-                      IngestOptions.from_mapping({"title": "warm-up"}))
+                      IngestOptions.from_mapping({"title": "warm-up"}), drawer=MapThumbnails())
         session.commit()
     finally:
         path.unlink(missing_ok=True)
@@ -183,11 +184,13 @@ def publish(src: str, data_dir: str, database_url: str, storage: str, datastore_
 
     from cartotheca.catalogue.accounts import bootstrap, internal_group_ids
     from cartotheca.catalogue.auth import InternalGroups, principal_for
-    from cartotheca.catalogue.publishing import draw_thumbnail, publish_files
+    from cartotheca.catalogue.publishing import publish_files
+    from cartotheca.catalogue.thumbnails import draw_dataset_thumbnail
     from cartotheca.db.migrate import upgrade
     from cartotheca.db.models import User
     from cartotheca.db.session import make_engine, make_sessionmaker
     from cartotheca.geodata.ingest import IngestOptions
+    from cartotheca.ows.thumbnails import MapThumbnails
 
     settings = _settings(data_dir, storage, None if datastore_url == "-" else datastore_url, database_url)
     settings.ensure_data_dir()
@@ -207,13 +210,13 @@ def publish(src: str, data_dir: str, database_url: str, storage: str, datastore_
     t0 = time.perf_counter()
     deferred: list = []
     resources = publish_files(session, settings, principal, {"base_file": Path(src)},
-                              IngestOptions.from_mapping(options),
+                              IngestOptions.from_mapping(options), drawer=MapThumbnails(),
                               progress=lambda step, _pct: marks.append((step, time.perf_counter())),
                               defer_thumbnail=deferred.append)
     session.commit()
     t1 = time.perf_counter()
     for resource in deferred:
-        draw_thumbnail(session, settings, resource)
+        draw_dataset_thumbnail(session, settings, MapThumbnails(), resource)
     session.commit()
     thumbnail_seconds = time.perf_counter() - t1 if deferred else 0.0
     from cartotheca.db.models import Dataset

@@ -15,6 +15,7 @@ from cartotheca.api.errors import add_exception_handlers
 from cartotheca.api.site import SiteMiddleware
 from cartotheca.catalogue import accounts, events
 from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
+from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
@@ -24,6 +25,8 @@ from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.geodata.storage import cog, geopackage, postgis  # noqa: F401
 from cartotheca.monitoring.capture import CaptureMiddleware
 from cartotheca.monitoring.collector import Monitor
+from cartotheca.ows import render
+from cartotheca.ows.thumbnails import MapThumbnails
 from cartotheca.settings import Settings, get_settings
 from cartotheca.tasks.engine import build_engine, start_backend
 
@@ -65,7 +68,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         anonymous_id, registered_id = accounts.internal_group_ids(session, settings)
         session.commit()
 
-    tasks = build_engine(settings, sessions)
+    kinds = build_kinds(MapThumbnails(), render.forget_data)
+    tasks = build_engine(settings, sessions, kinds)
     monitor = Monitor.for_app(settings, sessions) if settings.MONITORING_ENABLED else None
 
     @asynccontextmanager
@@ -122,6 +126,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         groups=InternalGroups(anonymous_id, registered_id),
         exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
         tasks=tasks,
+        kinds=kinds,
     )
     app.state.monitoring = monitor
     add_exception_handlers(app)

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from cartotheca import xmlsafe
 from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
+from cartotheca.catalogue.kinds import Kinds
 from cartotheca.catalogue.query import ListContext
 from cartotheca.errors import (
     AuthenticationFailed,
@@ -39,6 +40,7 @@ class AppState:
     groups: InternalGroups
     exempt: list[re.Pattern[str]]
     tasks: Any = None  # cartotheca.tasks.engine.Engine
+    kinds: Kinds | None = None  # the resource kinds, with the map server's thumbnail drawer
 
 
 def app_state(request: Request) -> AppState:
@@ -47,6 +49,16 @@ def app_state(request: Request) -> AppState:
 
 def get_settings(request: Request) -> Settings:
     return app_state(request).settings
+
+
+def get_kinds(request: Request) -> Kinds:
+    kinds = app_state(request).kinds
+    if kinds is None:
+        raise RuntimeError("the app was built without the resource kinds")
+    return kinds
+
+
+KindsDep = Annotated[Kinds, Depends(get_kinds)]
 
 
 def get_db(request: Request) -> Iterator[Session]:

@@ -19,18 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from cartotheca import siteurl
 from cartotheca.catalogue import dataset_records, events
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.dataset_records import Plan
+from cartotheca.catalogue.kinds import ThumbnailDrawer
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.db.session import on_commit, on_rollback
-from cartotheca.errors import NotFound, PermissionDenied
+from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
 from cartotheca.geodata import ingest
-from cartotheca.geodata.ingest import IngestOptions, Source
+from cartotheca.geodata.ingest import Dropped, IngestOptions, Source
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.ingest")
@@ -164,14 +165,32 @@ def _unique_name(session: Session, workspace: str, base: str, taken: set[str]) -
 # -- the pipeline ---------------------------------------------------------------------------
 
 
+def publish(session: Session, settings: Settings, principal: Principal, files: Mapping[str, Path],
+            options: Mapping[str, Any], drawer: ThumbnailDrawer) -> Resource:
+    """Validate, store and record ``files`` (the upload form's file fields → paths) as a new
+    dataset owned by ``principal`` in one call (scripts, test fixtures); the caller commits.
+    Returns the first dataset's resource.
+
+    On failure nothing stays behind: stored data is dropped and the session is left as it was.
+    """
+    resources = publish_files(session, settings, principal, files, IngestOptions.from_mapping(options),
+                              drawer=drawer)
+    if not resources:
+        raise InvalidInput("Every dataset of the upload was skipped (skip_existing_layers)")
+    return resources[0]
+
+
 def publish_files(session: Session, settings: Settings, principal: Principal,
-                  files: Mapping[str, Path], options: IngestOptions, *, key: str | None = None,
+                  files: Mapping[str, Path], options: IngestOptions, *, drawer: ThumbnailDrawer,
+                  dropped: Dropped | None = None, key: str | None = None,
                   workdir: Path | None = None, progress: Progress | None = None,
                   on_stored: Callable[[Callable[[], None]], None] | None = None,
                   journal: Journal | None = None,
                   defer_thumbnail: Callable[[Resource], None] | None = None) -> list[Resource]:
     """Validate, store and record the upload; returns the new (or replaced) resources.
 
+    ``drawer`` draws the thumbnails; ``dropped`` is told when a replaced dataset's data is
+    dropped after the commit.
     ``defer_thumbnail``, when given, takes the thumbnail of each layer larger than
     THUMBNAIL_INLINE_MAX_FEATURES (the ingest job starts an execution that draws it); smaller
     layers, and every layer without it, get theirs here.
@@ -201,7 +220,7 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
         for item in plans:
             resource, replaced = dataset_records.record(session, settings, principal, item, options)
             if replaced is not None:
-                on_commit(session, lambda old=replaced: ingest.discard(settings, old))
+                on_commit(session, lambda old=replaced: ingest.discard(settings, old, dropped))
             resources.append(resource)
         session.flush()
         report("thumbnails", 90.0)
@@ -209,7 +228,7 @@ def publish_files(session: Session, settings: Settings, principal: Principal,
             if defer_thumbnail is not None and _is_large(session, settings, resource):
                 defer_thumbnail(resource)
             else:
-                _thumbnail(session, settings, resource, item, on_stored, journal)
+                _thumbnail(session, settings, drawer, resource, item, on_stored, journal)
             events.record(session, events.DATASET_PUBLISHED, resource=resource, actor=principal)
         return resources
     finally:
@@ -230,9 +249,11 @@ def _store(session: Session, settings: Settings, item: Plan,
         on_stored(undo)
 
 
-def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int]) -> None:
+def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int],
+                dropped: Dropped | None = None) -> None:
     """Resources are about to be deleted: the stored data of the datasets among them (GeoPackage
-    file, PostGIS table or COG) is dropped once the deletion commits; a rollback keeps it.
+    file, PostGIS table or COG) is dropped once the deletion commits (``dropped`` is told); a
+    rollback keeps it.
 
     Data that a dataset outside ``resource_ids`` still names is kept (a copy or an overwrite
     always stores data of its own, so this only guards against rows written by hand)."""
@@ -256,14 +277,14 @@ def forget_data(session: Session, settings: Settings, resource_ids: Sequence[int
         kept.add((dataset.storage, dataset.location))  # one drop per place
         drops.append((dataset.name, dataset_records.stored_of(dataset)))
     if drops:
-        on_commit(session, lambda: _drop(settings, drops))
+        on_commit(session, lambda: _drop(settings, drops, dropped))
 
 
-def _drop(settings: Settings, drops: list[tuple[str, ingest.Stored]]) -> None:
+def _drop(settings: Settings, drops: list[tuple[str, ingest.Stored]], dropped: Dropped | None) -> None:
     """Missing data was already gone; anything else is logged: the deletion itself stands."""
     for name, stored in drops:
         try:
-            ingest.discard(settings, stored)
+            ingest.discard(settings, stored, dropped)
         except Exception:
             log.exception("the stored data of the deleted dataset %s could not be dropped", name)
 
@@ -273,35 +294,19 @@ def _is_large(session: Session, settings: Settings, resource: Resource) -> bool:
     return features is not None and features > settings.THUMBNAIL_INLINE_MAX_FEATURES
 
 
-def draw_thumbnail(session: Session, settings: Settings, resource: Resource) -> bool:
-    """Draw a published dataset's thumbnail again (the deferred thumbnail of a large layer);
-    False when there is nothing to draw (the dataset was deleted in the meantime)."""
-    from cartotheca.catalogue.thumbnails import write_thumbnail
-    from cartotheca.ows.render import render_thumbnail
-
-    dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)
-                             .options(selectinload(Dataset.styles)))
-    if dataset is None:
-        return False
-    width, height = settings.THUMBNAIL_SIZE[:2]
-    write_thumbnail(settings, resource, render_thumbnail(settings, resource, dataset, width, height))
-    return True
-
-
-def _thumbnail(session: Session, settings: Settings, resource: Resource, item: Plan,
-               on_stored: Callable[[Callable[[], None]], None] | None, journal: Journal) -> None:
+def _thumbnail(session: Session, settings: Settings, drawer: ThumbnailDrawer, resource: Resource,
+               item: Plan, on_stored: Callable[[Callable[[], None]], None] | None,
+               journal: Journal) -> None:
     """A thumbnail is welcome but never worth failing an upload for."""
     path = thumbnail_path(settings, resource.uuid)
     replacing = item.replaces is not None
     if not replacing:
         journal.note(what="thumbnail", path=str(path))
     try:
-        from cartotheca.ows.render import render_thumbnail
-
-        dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)
-                                 .options(selectinload(Dataset.styles)))
-        width, height = settings.THUMBNAIL_SIZE[:2]
-        png = render_thumbnail(settings, resource, dataset, width, height)
+        png = drawer.dataset(session, settings, resource)
+        if png is None:
+            log.warning("no thumbnail for %s: it has no data", resource.uuid)
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(png)
     except Exception:

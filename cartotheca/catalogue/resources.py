@@ -18,6 +18,7 @@ from cartotheca import timeutil
 from cartotheca.catalogue import events
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.kinds import CopyRequest, Kinds
 from cartotheca.catalogue.query.paging import Listing
 from cartotheca.catalogue.query.resource_list import CONTACT_ROLES, LOAD_OPTIONS, decorate
 from cartotheca.db.base import utcnow
@@ -426,18 +427,15 @@ def patch_resource(session: Session, principal: Principal, settings: Settings,
 
 
 def delete_resources(session: Session, principal: Principal, settings: Settings,
-                     resources: Sequence[Resource]) -> int:
+                     resources: Sequence[Resource], *, kinds: Kinds) -> int:
     """Delete ``resources`` in the caller's transaction. What they stored (a dataset's data, a
-    document's file, thumbnails) is removed only once that transaction commits."""
+    document's file, thumbnails: each kind's ``forget``) is removed only once that transaction
+    commits."""
     for resource in resources:
         require(session, principal, resource, perms.DELETE)
     ids = [r.id for r in resources]
     if ids:
-        from cartotheca.catalogue import documents, publishing, thumbnails
-
-        documents.forget_files(session, ids)
-        publishing.forget_data(session, settings, ids)
-        thumbnails.forget_thumbnails(session, settings, resources)
+        kinds.forget(session, settings, resources)
         fans = events.favourite_user_ids(session, ids)
         for resource in resources:
             events.record(session, events.RESOURCE_DELETED, resource=resource, actor=principal,
@@ -542,9 +540,11 @@ COPIED_COLUMNS = (
 
 
 def copy_resource(session: Session, principal: Principal, settings: Settings, source: Resource,
-                  defaults: Mapping[str, Any], *, copy_data: bool = True, key: str | None = None,
+                  defaults: Mapping[str, Any], *, kinds: Kinds, copy_data: bool = True,
+                  key: str | None = None,
                   on_stored: Callable[[Callable[[], None]], None] | None = None) -> Resource:
-    """A new resource owned by ``principal`` with the source's metadata (GeoNode's copy).
+    """A new resource owned by ``principal`` with the source's metadata (GeoNode's copy); the
+    source's kind copies what else it has (a document's file, a map's layers, a dataset's data).
 
     A dataset's copy gets its own stored data unless ``copy_data`` is false (a trial run that
     only checks the input); ``key`` and ``on_stored`` are passed to ``copy_dataset``.
@@ -564,17 +564,7 @@ def copy_resource(session: Session, principal: Principal, settings: Settings, so
     session.add(clone)
     session.flush()
     grant_defaults(session, settings, clone)
-    if source.resource_type == "document":
-        from cartotheca.catalogue import documents  # a copied document gets its own file
-
-        documents.copy_document(session, settings, source, clone)
-    if source.resource_type == "map":
-        from cartotheca.catalogue import maps  # a copied map shows the same layers
-
-        maps.copy_layers(session, principal, settings, source, clone)
-    if source.resource_type == "dataset" and copy_data:
-        from cartotheca.catalogue import dataset_copies  # a copied dataset gets its own data
-
-        dataset_copies.copy_dataset(session, settings, source, clone, key=key, on_stored=on_stored)
+    kinds.copy(CopyRequest(session, principal, settings, source, clone, copy_data=copy_data, key=key,
+                           on_stored=on_stored))
     return clone
 

@@ -1,10 +1,11 @@
-"""cartotheca.catalogue.thumbnails: a resource's thumbnail: checked, stored, rendered, found.
+"""cartotheca.catalogue.thumbnails: a resource's thumbnail: checked, stored, drawn, found.
 
 A thumbnail is a PNG at ``DATA_DIR/thumbnails/<uuid>.png`` served at
 ``{SITEURL}thumbnails/<uuid>.png``; ``Resource.thumbnail_url`` holds that URL (or, when a client
 sets one, an external image URL). Uploaded images are decoded before they are kept: the bytes
 must really be a PNG or JPEG, their header's size is checked before any pixel is decoded (a
 small file can declare a huge image), and they are re-encoded as PNG within THUMBNAIL_SIZE.
+Datasets and maps are drawn by the map server's drawer, which the caller hands in.
 """
 
 from __future__ import annotations
@@ -28,15 +29,16 @@ from rasterio.enums import Resampling
 from rasterio.errors import RasterioError
 from rasterio.io import MemoryFile
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from cartotheca import siteurl
-from cartotheca.catalogue import maps
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.kinds import ThumbnailDrawer
 from cartotheca.db.base import utcnow
-from cartotheca.db.models import Dataset, Resource
+from cartotheca.db.models import Resource
 from cartotheca.db.session import on_commit
 from cartotheca.errors import InvalidInput, MethodNotAllowed, NotFound
 from cartotheca.settings import Settings
@@ -223,46 +225,25 @@ def parse_bbox(body: Any) -> tuple[tuple[float, float, float, float], str]:
 
 
 def set_thumbnail_from_bbox(session: Session, principal: Principal, settings: Settings,
-                            resource: Resource, body: Any) -> str:
+                            drawer: ThumbnailDrawer, resource: Resource, body: Any) -> str:
     """Draw the resource over a box (a dataset in its default style, a map's layers)."""
     if resource.resource_type not in THUMBNAIL_TYPES:
         raise MethodNotAllowed(f"Thumbnails are drawn from a box for datasets and maps, not for "
                                f"a {resource.resource_type}")
     catalogue.require(session, principal, resource, perms.CHANGE_METADATA)
     bbox, crs = parse_bbox(body)
-    width, height = settings.THUMBNAIL_SIZE[:2]
-    png = render_layers(session, settings, resource, bbox, crs, width, height)
-    return write_thumbnail(settings, resource, png)
+    return write_thumbnail(settings, resource, drawer.over_box(session, settings, resource, bbox, crs))
 
 
-def render_layers(session: Session, settings: Settings, resource: Resource, bbox, crs: str,
-                  width: int, height: int) -> bytes:
-    from cartotheca.ows import render
-
-    if resource.resource_type == "map":
-        from cartotheca.ows import map_images  # each layer in its style, opacity and order
-
-        specs = map_images.layer_specs(session, resource)
-        if not specs:
-            raise InvalidInput("There is nothing to draw: the map has no layers")
-        return render.render_image(settings, specs, bbox, crs, width, height)
-    layers = layers_to_draw(session, resource)
-    if not layers:
-        raise InvalidInput("There is nothing to draw: the dataset has no data")
-    _, dataset = layers[0]
-    return render.render_thumbnail(settings, resource, dataset, width, height, bbox=bbox, crs=crs)
-
-
-def layers_to_draw(session: Session, resource: Resource) -> list[tuple[Resource, Dataset]]:
-    """The datasets a thumbnail of ``resource`` shows: the dataset itself, or a map's visible
-    layers bottom first."""
-    if resource.resource_type == "map":
-        return [(r, d) for _, r, d in maps.drawn_layers(session, resource)]
-    if resource.resource_type != "dataset":
-        return []
-    dataset = session.scalar(select(Dataset).where(Dataset.resource_id == resource.id)
-                             .options(selectinload(Dataset.styles)))
-    return [(resource, dataset)] if dataset is not None else []
+def draw_dataset_thumbnail(session: Session, settings: Settings, drawer: ThumbnailDrawer,
+                           resource: Resource) -> bool:
+    """Draw a published dataset's thumbnail again (the deferred thumbnail of a large layer);
+    False when there is nothing to draw (the dataset was deleted in the meantime)."""
+    png = drawer.dataset(session, settings, resource)
+    if png is None:
+        return False
+    write_thumbnail(settings, resource, png)
+    return True
 
 
 # -- serving --------------------------------------------------------------------------------
@@ -284,7 +265,5 @@ def visible_thumbnail(session: Session, principal: Principal, settings: Settings
 
 
 def _anonymous(session: Session, settings: Settings) -> Principal:
-    from cartotheca.catalogue.accounts import internal_group_ids
-
     anonymous_id, _ = internal_group_ids(session, settings)
     return Principal(None, frozenset({anonymous_id}))

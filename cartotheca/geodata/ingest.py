@@ -2,8 +2,7 @@
 
 The steps are separate so the ingest job can report between them and undo what it did:
 ``gather`` (unpack, group shapefile parts), ``validate`` (sources.py), ``store`` / ``discard``.
-Nothing here writes catalogue records; ``publish`` is the whole pipeline for callers that want
-a published dataset in one call (scripts, test fixtures) and hands the records to the catalogue.
+Nothing here writes catalogue records: the catalogue calls these steps (``publishing``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
@@ -23,13 +22,10 @@ from cartotheca.geodata.storage import StoredLayer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.settings import Settings
 
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
-    from cartotheca.catalogue.auth import Principal
-    from cartotheca.db.models import Resource
-
 Source = VectorSource | RasterSource
+# Told (storage, location) after stored data is dropped: the map server passes one that closes
+# what it keeps open on that data (its pooled maps), so the space comes back at once.
+Dropped = Callable[[str, str], None]
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off", "")
 
@@ -213,23 +209,19 @@ def store(settings: Settings, source: Source, store_name: str) -> Stored:
             source.source.preloaded.release()  # the stored copy is what is read from now on
 
 
-# Called with (storage, location) after stored data is dropped: the map server registers one to
-# close what it keeps open on that data (its pooled maps), so the space comes back at once.
-DISCARD_LISTENERS: list[Callable[[str, str], None]] = []
-
-
-def discard(settings: Settings, stored: Stored) -> None:
-    """Remove stored data (a failed or replaced publication); missing is not an error."""
+def discard(settings: Settings, stored: Stored, dropped: Dropped | None = None) -> None:
+    """Remove stored data (a failed or replaced publication); missing is not an error.
+    ``dropped`` is told where the data was, once it is gone."""
     if stored.layer is not None:
         vector_store(settings, stored.layer.storage).drop(stored.layer)
-        dropped = (stored.layer.storage, stored.layer.location)
+        place = (stored.layer.storage, stored.layer.location)
     elif stored.cog_location:
         raster_store(settings).drop(stored.cog_location)
-        dropped = ("cog", stored.cog_location)
+        place = ("cog", stored.cog_location)
     else:
         return
-    for listener in DISCARD_LISTENERS:
-        listener(*dropped)
+    if dropped is not None:
+        dropped(*place)
 
 
 def discard_named(settings: Settings, kind: str, store_name: str) -> None:
@@ -259,23 +251,3 @@ def _named_layer(settings: Settings, storage: str, store_name: str) -> StoredLay
     return StoredLayer(storage=storage, location=location, layer=store_name, geometry_column="geom",
                        fid_column="fid", geometry_type="Unknown", srid=None, crs_wkt="",
                        feature_count=0, bounds=None, fields=[])
-
-
-# -- the whole pipeline ---------------------------------------------------------------------
-
-
-def publish(session: Session, settings: Settings, principal: Principal, files: Mapping[str, Path],
-            options: Mapping[str, Any]) -> Resource:
-    """Validate, store and record ``files`` (the upload form's file fields → paths) as a new
-    dataset owned by ``principal``; the caller commits. Returns the first dataset's resource.
-
-    On failure nothing stays behind: stored data is dropped and the session is left as it was.
-    """
-    # The catalogue imports geodata, so the records side is imported here, when used.
-    from cartotheca.catalogue import publishing
-
-    resources = publishing.publish_files(session, settings, principal, files,
-                                         IngestOptions.from_mapping(options))
-    if not resources:
-        raise InvalidInput("Every dataset of the upload was skipped (skip_existing_layers)")
-    return resources[0]

@@ -27,7 +27,7 @@ from cartotheca.geodata import stats
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.management.registry import Command, CommandRun, Option, Stopped
-from cartotheca.ows.render import render_thumbnail
+from cartotheca.ows.thumbnails import dataset_png
 
 log = logging.getLogger("cartotheca.management")
 
@@ -71,7 +71,7 @@ def sync_dataset(run: CommandRun, resource: Resource, dataset: Dataset, *, thumb
     resource.last_updated = utcnow()
     if thumbnail:
         width, height = run.settings.THUMBNAIL_SIZE[:2]
-        png = render_thumbnail(run.settings, resource, dataset, width, height)
+        png = dataset_png(run.settings, resource, dataset, width, height)
         write_thumbnail(run.settings, resource, png)
         summary += ", thumbnail redrawn"
     return summary

@@ -39,7 +39,6 @@ from sqlalchemy.orm import object_session
 
 from cartotheca.db.models import Style
 from cartotheca.errors import InvalidInput
-from cartotheca.geodata import ingest
 from cartotheca.geodata.storage import stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.settings import Settings
@@ -61,9 +60,6 @@ OPAQUE_FORMATS = {"jpeg85"}
 # The 256-colour PNG under the name GeoServer advertises and answers with; "image/png8" is
 # accepted on input too.
 PNG8 = "image/png; mode=8bit"
-# A thumbnail of a larger layer draws an even sample of this many features: it shows where the
-# data is and what it looks like at a fraction of the cost of drawing a million features.
-THUMBNAIL_FEATURES = 5_000
 POOL_SIZE = 64  # idle maps kept, over all keys
 BUFFER_PIXELS = 32  # at most: features outside the view whose marker, label or outline reaches in
 
@@ -409,7 +405,12 @@ class MapPool:
 
 
 _POOL = MapPool()
-ingest.DISCARD_LISTENERS.append(_POOL.forget)
+
+
+def forget_data(storage: str, location: str) -> None:
+    """Stored data was dropped: close the pooled maps that hold it open, so its space comes
+    back at once (handed to the catalogue at the composition root as ``ingest.Dropped``)."""
+    _POOL.forget(storage, location)
 
 
 def clear_cache() -> None:
@@ -507,46 +508,6 @@ def _render_pdf(m: mapnik.Map) -> bytes:
 
 def _settings_key(settings: Settings) -> tuple:
     return (str(settings.DATA_DIR), settings.DATASTORE_URL, str(settings.raster_dir))
-
-
-def render_thumbnail(settings: Settings, resource: Any, dataset: Any, width: int, height: int,
-                     bbox: tuple | None = None, crs: str | None = None) -> bytes:
-    """A PNG of the dataset in its default style, in Web Mercator over its extent unless
-    ``bbox``/``crs`` say otherwise; the box is widened to the image's shape."""
-    if bbox is None:
-        bbox, crs = _default_extent(resource, dataset)
-    crs = crs or "EPSG:3857"
-    minx, miny, maxx, maxy = _fit(bbox, width, height)
-    count = getattr(dataset, "feature_count", None) or 0
-    sample = -(-count // THUMBNAIL_FEATURES) if dataset.storage != "cog" and count > THUMBNAIL_FEATURES else 1
-    return render_image(settings, [LayerSpec(resource, dataset, sample=sample)], (minx, miny, maxx, maxy),
-                        crs, width, height)
-
-
-def _default_extent(resource: Any, dataset: Any) -> tuple[tuple, str]:
-    if resource.ll_minx is not None:
-        to_merc = _transformer("EPSG:4326", "EPSG:3857")
-        miny, maxy = max(resource.ll_miny, -85.0), min(resource.ll_maxy, 85.0)
-        x0, y0 = to_merc.transform(resource.ll_minx, miny)
-        x1, y1 = to_merc.transform(resource.ll_maxx, maxy)
-        return (x0, y0, x1, y1), "EPSG:3857"
-    if resource.bbox_x0 is not None:
-        srs = dataset_srs(dataset)
-        return (resource.bbox_x0, resource.bbox_y0, resource.bbox_x1, resource.bbox_y1), \
-            srs.upper() if srs.startswith("epsg:") else "EPSG:4326"
-    return (-180.0, -85.0, 180.0, 85.0), "EPSG:4326"
-
-
-def _fit(bbox: tuple, width: int, height: int, margin: float = 0.05) -> tuple[float, ...]:
-    minx, miny, maxx, maxy = (float(v) for v in bbox)
-    w, h = max(maxx - minx, 1e-9), max(maxy - miny, 1e-9)
-    w, h = w * (1 + 2 * margin), h * (1 + 2 * margin)
-    if w / h < width / height:
-        w = h * width / height
-    else:
-        h = w * height / width
-    cx, cy = (minx + maxx) / 2, (miny + maxy) / 2
-    return cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2
 
 
 @lru_cache(maxsize=64)

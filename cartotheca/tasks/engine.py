@@ -42,6 +42,8 @@ class JobContext:
     params: dict[str, Any]
     cleanups: list[Callable[[], None]] = field(default_factory=list)
     follow_ups: list[dict[str, Any]] = field(default_factory=list)
+    # What the composition root hands the jobs (the catalogue's kinds); the engine never reads it.
+    services: Any = None
 
     def step(self, name: str) -> None:
         self.execution.step = name
@@ -76,8 +78,9 @@ class Backend(Protocol):
 
 class Engine:
     def __init__(self, settings: Settings, sessions: sessionmaker[Session], jobs: Mapping[str, Job],
-                 abandoned: Mapping[str, Abandon] | None = None):
+                 abandoned: Mapping[str, Abandon] | None = None, services: Any = None):
         self.settings = settings
+        self.services = services
         self.sessions = sessions
         self.jobs = dict(jobs)
         self.abandoned = dict(abandoned or {})
@@ -134,7 +137,8 @@ class Engine:
             execution = session.scalar(select(ExecutionRequest).where(
                 ExecutionRequest.exec_id == exec_id))
             job = self.jobs[execution.func_name]
-            ctx = JobContext(session, self.settings, execution, dict(execution.input_params or {}))
+            ctx = JobContext(session, self.settings, execution, dict(execution.input_params or {}),
+                             services=self.services)
             try:
                 output = job(ctx)
                 execution.output_params = output or {}
@@ -257,10 +261,10 @@ class Heartbeat:
                 log.warning("heartbeat of %s not written", self.exec_id, exc_info=True)
 
 
-def build_engine(settings: Settings, sessions: sessionmaker[Session]) -> Engine:
+def build_engine(settings: Settings, sessions: sessionmaker[Session], services: Any = None) -> Engine:
     from cartotheca.tasks.jobs import ABANDONED, JOBS
 
-    return Engine(settings, sessions, JOBS, ABANDONED)
+    return Engine(settings, sessions, JOBS, ABANDONED, services)
 
 
 def start_backend(engine: Engine) -> Backend:

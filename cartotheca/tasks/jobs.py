@@ -8,11 +8,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca import siteurl
-from cartotheca.catalogue import events, permission_specs, publishing, resource_files, uploads
+from cartotheca.catalogue import events, permission_specs, publishing, resource_files, thumbnails, uploads
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.catalogue.harvesting import runs as harvesting
+from cartotheca.catalogue.kinds import Kinds
 from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource, Upload, User
 from cartotheca.db.session import on_commit
@@ -21,6 +22,13 @@ from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.management.jobs import run_job as management_command
 from cartotheca.settings import Settings
 from cartotheca.tasks.engine import Job, JobContext
+
+
+def _kinds(ctx: JobContext) -> Kinds:
+    """The resource kinds the composition root gave the engine."""
+    if not isinstance(ctx.services, Kinds):
+        raise CartothecaError("the task engine was built without the resource kinds")
+    return ctx.services
 
 
 def _resource(ctx: JobContext) -> Resource:
@@ -76,7 +84,8 @@ def delete(ctx: JobContext) -> dict[str, Any]:
     resource = _resource(ctx)
     uuid = resource.uuid
     ctx.step("delete resource")
-    deleted = catalogue.delete_resources(ctx.session, _principal(ctx), ctx.settings, [resource])
+    deleted = catalogue.delete_resources(ctx.session, _principal(ctx), ctx.settings, [resource],
+                                         kinds=_kinds(ctx))
     return {"output": {"uuid": uuid, "deleted": deleted}}
 
 
@@ -97,7 +106,7 @@ def copy(ctx: JobContext) -> dict[str, Any]:
     principal = _principal(ctx)
     ctx.step("copy resource")
     clone = catalogue.copy_resource(ctx.session, principal, ctx.settings, source,
-                                    ctx.params.get("defaults") or {},
+                                    ctx.params.get("defaults") or {}, kinds=_kinds(ctx),
                                     key=ctx.execution.exec_id.replace("-", ""), on_stored=ctx.on_failure)
     return _summary(ctx, clone)
 
@@ -139,8 +148,10 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
     try:
         principal = _principal(ctx)
         files = {field: staging / name for field, name in ctx.params["files"].items()}
+        kinds = _kinds(ctx)
         resources = publishing.publish_files(
             ctx.session, ctx.settings, principal, files, _upload_options(ctx.params["options"], files),
+            drawer=kinds.thumbnails, dropped=kinds.dropped,
             key=ctx.execution.exec_id.replace("-", ""), workdir=staging / "work",
             progress=lambda step, _pct: ctx.step(step), on_stored=ctx.on_failure,
             journal=publishing.Journal(staging / publishing.JOURNAL_NAME),
@@ -220,7 +231,7 @@ def dataset_thumbnail(ctx: JobContext) -> dict[str, Any]:
     if resource is None:
         return {"output": {"thumbnail": None, "reason": "the resource was deleted"}}
     ctx.step("thumbnail")
-    drawn = publishing.draw_thumbnail(ctx.session, ctx.settings, resource)
+    drawn = thumbnails.draw_dataset_thumbnail(ctx.session, ctx.settings, _kinds(ctx).thumbnails, resource)
     return {"output": {"thumbnail": resource.thumbnail_url if drawn else None}}
 
 

@@ -24,8 +24,9 @@ import shapely
 import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio is imported)
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
+from cartotheca.catalogue.publishing import publish
 from cartotheca.db.models import Resource, User
-from cartotheca.geodata.ingest import publish
+from cartotheca.ows.thumbnails import MapThumbnails
 from cartotheca.settings import Settings
 
 # -- points ---------------------------------------------------------------------------------
@@ -240,7 +241,7 @@ def publish_file(db, settings: Settings, owner: User, path: Path | str, **option
     """
     anonymous_id, registered_id = internal_group_ids(db, settings)
     principal = principal_for(db, owner, InternalGroups(anonymous_id, registered_id), "job")
-    resource = publish(db, settings, principal, upload_files(Path(path)), dict(options))
+    resource = publish(db, settings, principal, upload_files(Path(path)), dict(options), MapThumbnails())
     db.commit()
     return resource
 

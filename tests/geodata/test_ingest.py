@@ -221,12 +221,13 @@ def layer_exists(settings, dataset) -> bool:
 
 def test_rollback_after_publishing_drops_the_stored_data(db, settings, owner, tmp_path):
     from cartotheca.catalogue.auth import InternalGroups, principal_for
-    from cartotheca.geodata.ingest import publish
+    from cartotheca.catalogue.publishing import publish
+    from cartotheca.ows.thumbnails import MapThumbnails
 
     before = files_under(settings.DATA_DIR)
     groups = InternalGroups(*internal_group_ids(db, settings))
     resource = publish(db, settings, principal_for(db, owner, groups, "job"),
-                       fx.upload_files(fx.write_points(tmp_path)), {})
+                       fx.upload_files(fx.write_points(tmp_path)), {}, MapThumbnails())
     stored = db.scalar(select(Dataset).where(Dataset.resource_id == resource.id))
     assert len(read_back(settings, stored)) == fx.POINT_COUNT
     assert layer_exists(settings, stored)

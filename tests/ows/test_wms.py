@@ -430,11 +430,11 @@ def test_getmap_over_post_form(client, polygons):
 
 def test_render_thumbnail_for_other_modules(db, settings, polygons):
     from cartotheca.db.models import Resource
-    from cartotheca.ows import render
+    from cartotheca.ows import thumbnails
 
     resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
                                    .where(Resource.id == polygons.id)).one()
-    image = pixels(render.render_thumbnail(settings, resource, dataset, 120, 40))
+    image = pixels(thumbnails.dataset_png(settings, resource, dataset, 120, 40))
     assert image.shape == (40, 120, 4)
     assert all(_has(image, colour) for colour in (RED, GREEN, BLUE, YELLOW, MAGENTA))
     # widened to the image's shape, not stretched: the sides stay empty
@@ -443,17 +443,17 @@ def test_render_thumbnail_for_other_modules(db, settings, polygons):
 
 def test_thumbnail_of_a_large_layer_draws_an_even_sample(db, settings, points, monkeypatch):
     from cartotheca.db.models import Resource
-    from cartotheca.ows import render
+    from cartotheca.ows import thumbnails
 
     resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
                                    .where(Resource.id == points.id)).one()
 
     def red_pixels() -> int:
-        image = pixels(render.render_thumbnail(settings, resource, dataset, 300, 150))
+        image = pixels(thumbnails.dataset_png(settings, resource, dataset, 300, 150))
         return int((image == np.array(RED, dtype=np.uint8)).all(axis=2).sum())
 
     everything = red_pixels()
-    monkeypatch.setattr(render, "THUMBNAIL_FEATURES", 3)  # 10 points: every 4th is drawn
+    monkeypatch.setattr(thumbnails, "THUMBNAIL_FEATURES", 3)  # 10 points: every 4th is drawn
     sampled = red_pixels()
     assert 0 < sampled < everything
     assert sampled == pytest.approx(everything * 2 / 10, rel=0.35)  # fids 4 and 8 of 10

@@ -33,6 +33,7 @@ from cartotheca.catalogue.datasets import DATASET_FIELDS
 from cartotheca.catalogue.query import Listing, resource_list
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import map_images
+from cartotheca.ows import thumbnails as map_thumbnails
 from cartotheca.settings import Settings
 
 BodyDep = Annotated[Any, Depends(read_body)]
@@ -83,7 +84,7 @@ class MapRoutes(ResourceRoutes):
         maps.patch_map(db, principal, settings, row, body, current)
 
     def after_commit(self, db, settings) -> None:
-        map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+        map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
 
     def router(self) -> APIRouter:
         router = APIRouter(tags=[self.prefix])
@@ -183,7 +184,7 @@ def create_layers(db: DbDep, principal: UserDep, settings: SettingsDep, body: Bo
     items, many = bulk_items(body, "layer", "layers")
     ids = maps.add_layers(db, principal, settings, items)
     db.commit()
-    map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+    map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
     return _layers_answer(db, principal, settings, ids, key="layers" if many else "layer", many=many,
                           status=201)
 
@@ -195,7 +196,7 @@ def patch_layers(db: DbDep, principal: UserDep, settings: SettingsDep, body: Bod
     for ident, item in zip(ids, items, strict=True):
         maps.change_layer(db, principal, settings, ident, item)
     db.commit()
-    map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+    map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
     return _layers_answer(db, principal, settings, ids, key="layers", many=True)
 
 
@@ -203,7 +204,7 @@ def patch_layers(db: DbDep, principal: UserDep, settings: SettingsDep, body: Bod
 def delete_many_layers(db: DbDep, principal: UserDep, settings: SettingsDep, body: BodyDep):
     maps.delete_layers(db, principal, settings, catalogue.bulk_ids(body, "layers"))
     db.commit()
-    map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+    map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
     return no_content()
 
 
@@ -218,7 +219,7 @@ def _change(layer_id: str, db, principal, settings, body) -> JSON:
         body = body["layer"]
     ident = maps.change_layer(db, principal, settings, layer_id, body)
     db.commit()
-    map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+    map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
     return _layers_answer(db, principal, settings, [ident], key="layer", many=False)
 
 
@@ -238,7 +239,7 @@ def patch_layer(layer_id: LayerIdPath, db: DbDep, principal: UserDep, settings: 
 def delete_layer(layer_id: LayerIdPath, db: DbDep, principal: UserDep, settings: SettingsDep):
     maps.delete_layers(db, principal, settings, [layer_id])
     db.commit()
-    map_images.redraw_thumbnails(db, settings, map_layers.changed_maps(db))
+    map_thumbnails.redraw_map_thumbnails(db, settings, map_layers.changed_maps(db))
     return no_content()
 
 

@@ -148,8 +148,9 @@ def copy_resource(request: Request, resource_id: IdPath, db: DbDep, principal: P
     if not isinstance(defaults, Mapping):
         raise InvalidInput("defaults: expected a JSON object")
     # The trial run checks the input; the data is copied by the execution only.
+    kinds = app_state(request).kinds
     _validate(db, lambda: catalogue.copy_resource(db, principal, settings, resource, defaults,
-                                                  copy_data=False))
+                                                  kinds=kinds, copy_data=False))
     return _start(request, db, principal, func_name="copy", action="copy",
                   params={"uuid": resource.uuid, "resource_id": resource.id,
                           "defaults": dict(defaults)}, resource=resource)

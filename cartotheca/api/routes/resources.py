@@ -17,6 +17,7 @@ from sqlalchemy import update
 from cartotheca import siteurl
 from cartotheca.api.deps import (
     DbDep,
+    KindsDep,
     PrincipalDep,
     SettingsDep,
     UserDep,
@@ -202,12 +203,13 @@ class ResourceRoutes:
 
         if self.can_delete:
             @router.delete("", status_code=204, summary=f"Delete many {self.prefix}")
-            def delete_many(db: DbDep, principal: UserDep, settings: SettingsDep, body: BodyDep):
+            def delete_many(db: DbDep, principal: UserDep, settings: SettingsDep, kinds: KindsDep,
+                            body: BodyDep):
                 ids = catalogue.bulk_ids(body, self.plural)
                 rows = catalogue.load_many(db, ids, self.types)
                 for row in rows:
                     catalogue.ensure_visible(db, principal, settings, row)
-                catalogue.delete_resources(db, principal, settings, rows)
+                catalogue.delete_resources(db, principal, settings, rows, kinds=kinds)
                 db.commit()
                 return no_content()
 
@@ -278,9 +280,9 @@ class ResourceRoutes:
         if self.can_delete:
             @router.delete("/{resource_id}", status_code=204, summary=f"Delete one of {self.prefix}")
             def delete(resource_id: IdPath, db: DbDep, principal: UserDep,
-                       settings: SettingsDep):
+                       settings: SettingsDep, kinds: KindsDep):
                 resource = catalogue.load_for_write(db, principal, settings, resource_id, self.types)
-                catalogue.delete_resources(db, principal, settings, [resource])
+                catalogue.delete_resources(db, principal, settings, [resource], kinds=kinds)
                 db.commit()
                 return no_content()
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 from starlette.responses import Response
 
-from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, read_body
+from cartotheca.api.deps import DbDep, KindsDep, PrincipalDep, SettingsDep, UserDep, read_body
 from cartotheca.api.multipart import TooLarge, stage_multipart
 from cartotheca.api.responses import JSON
 from cartotheca.catalogue import resources as catalogue
@@ -62,9 +62,9 @@ async def set_thumbnail(request: Request, resource_id: IdPath, db: DbDep, princi
 @router.post("/api/v2/resources/{resource_id}/set_thumbnail_from_bbox", tags=["resources"],
              summary="Draw the thumbnail of a dataset or map over a box")
 def set_thumbnail_from_bbox(resource_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep,
-                            body: Annotated[Any, Depends(read_body)]) -> JSON:
+                            kinds: KindsDep, body: Annotated[Any, Depends(read_body)]) -> JSON:
     resource = catalogue.load_for_write(db, principal, settings, resource_id)
-    url = thumbnails.set_thumbnail_from_bbox(db, principal, settings, resource, body)
+    url = thumbnails.set_thumbnail_from_bbox(db, principal, settings, kinds.thumbnails, resource, body)
     db.commit()
     return JSON({"message": "Thumbnail correctly created.", "success": True, "thumbnail_url": url})
 

@@ -11,6 +11,9 @@ from functools import lru_cache
 
 from celery import Celery, signals
 
+from cartotheca.catalogue.families import build_kinds
+from cartotheca.ows import render
+from cartotheca.ows.thumbnails import MapThumbnails
 from cartotheca.settings import get_settings
 from cartotheca.tasks.engine import Engine
 
@@ -106,7 +109,8 @@ def worker_engine() -> Engine:
     from cartotheca.tasks.engine import build_engine
 
     settings = get_settings()
-    return build_engine(settings, make_sessionmaker(make_engine(settings)))
+    kinds = build_kinds(MapThumbnails(), render.forget_data)
+    return build_engine(settings, make_sessionmaker(make_engine(settings)), kinds)
 
 
 @signals.worker_ready.connect

@@ -19,10 +19,13 @@ from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
 from cartotheca.catalogue.dataset_records import stored_of
+from cartotheca.catalogue.families import build_kinds
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.geodata import ingest
 from cartotheca.geodata.storage import FeatureQuery
 from cartotheca.geodata.storage.stores import vector_store
+from cartotheca.ows import render
+from cartotheca.ows.thumbnails import MapThumbnails
 from tests.api.routes.test_permissions_and_executions import wait
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
@@ -37,6 +40,8 @@ from tests.geodata.fixtures import (
 from tests.ows.conftest import pixels, wms
 from tests.ows.wfs_fixtures import read_features, wfs
 
+# The kinds as the app builds them: copies and deletions made directly, outside a request.
+KINDS = build_kinds(MapThumbnails(), render.forget_data)
 POLYGON_MAP = {"crs": "EPSG:4326", "bbox": "35,-5,65,25", "width": 120, "height": 120,
                "format": "image/png", "transparent": "TRUE"}
 RASTER_MAP = {"crs": "EPSG:4326", "bbox": "40,0,52,16", "width": 64, "height": 48, "format": "image/png"}
@@ -197,7 +202,7 @@ def test_a_rolled_back_copy_drops_its_data_and_thumbnail(db, settings, owner, po
     before = stored_names(settings)
     thumbnails = set((Path(settings.DATA_DIR) / "thumbnails").iterdir())
     source = db.get(Resource, polygons.id)
-    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {})
+    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {}, kinds=KINDS)
     assert len(stored_names(settings) - before) == 1
     assert clone.thumbnail_url and set((Path(settings.DATA_DIR) / "thumbnails").iterdir()) != thumbnails
     db.rollback()
@@ -215,7 +220,8 @@ def test_a_retried_copy_replaces_what_a_killed_attempt_stored(db, settings, owne
     before = stored_names(settings)
     if original.storage == "geopackage":  # and the hidden file of a write it had begun
         (Path(settings.DATA_DIR) / "vector" / f".{store_name}.0badc0de.tmp.gpkg").write_bytes(b"half")
-    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {}, key=key)
+    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {}, kinds=KINDS,
+                                    key=key)
     db.commit()
     assert stored_names(settings) == before  # the leftover was replaced, not kept beside the copy
     copied = db.get(Dataset, clone.id)

@@ -23,6 +23,7 @@ from cartotheca.db.models import Dataset, Resource
 from cartotheca.geodata import ingest
 from cartotheca.geodata.storage.stores import raster_store, vector_store
 from tests.api.routes.test_dataset_copies import (
+    KINDS,
     POLYGON_MAP,
     RASTER_MAP,
     _principal,
@@ -139,7 +140,7 @@ def test_a_rolled_back_delete_keeps_everything(client, db, settings, owner, poly
     before = get_map(client, polygons.alternate, **POLYGON_MAP)
     rows = catalogue.load_many(db, [polygons.id, raster.id])
 
-    catalogue.delete_resources(db, _principal(db, settings, owner), settings, rows)
+    catalogue.delete_resources(db, _principal(db, settings, owner), settings, rows, kinds=KINDS)
     assert db.get(Dataset, polygons.id) is None  # deleted inside the transaction ...
     db.rollback()  # ... which does not commit
 

@@ -15,9 +15,12 @@ import cartotheca  # noqa: F401  (PROJ_DATA before rasterio/mapnik)
 from cartotheca.catalogue import maps as catalogue_maps
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
+from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.map_layers import to_mercator
 from cartotheca.catalogue.thumbnails import thumbnail_path
 from cartotheca.db.models import LinkedResource, Map, MapLayer, Resource
+from cartotheca.ows import render
+from cartotheca.ows.thumbnails import MapThumbnails
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import polygons_sld, publish_file, write_points, write_polygons
@@ -25,6 +28,8 @@ from tests.ows.conftest import make_private, pixels
 
 RED, GREEN, YELLOW, CYAN = (255, 0, 0), (0, 255, 0), (255, 255, 0), (0, 255, 255)
 # The overlay: one cyan square over the middle of the four quadrants (lon 5..15, lat 45..55).
+# The kinds as the app builds them: copies and deletions made directly, outside a request.
+KINDS = build_kinds(MapThumbnails(), render.forget_data)
 OVERLAY_BOUNDS = (5.0, 45.0, 15.0, 55.0)
 # Where only one thing lies (away from the stations' markers): lon, lat → colour
 ONLY = {(2.0, 58.0): RED, (18.0, 58.0): GREEN, (18.0, 42.0): YELLOW}
@@ -400,7 +405,7 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
     from cartotheca.catalogue import resources as catalogue
 
     source = catalogue.load_many(db, [int(record["pk"])])[0]
-    clone = catalogue.copy_resource(db, principal, settings, source, {"title": "Copy"})
+    clone = catalogue.copy_resource(db, principal, settings, source, {"title": "Copy"}, kinds=KINDS)
     db.commit()
     copied = layers_of(client, clone.id)
     assert [(layer["name"], layer["order"]) for layer in copied] == [
@@ -411,7 +416,7 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
     make_private(db, settings, datasets["overlay"])
     other = make_user(db, "copier")
     copier = principal_for(db, other, InternalGroups(*groups), "test")
-    theirs = catalogue.copy_resource(db, copier, settings, source, {"title": "Their copy"})
+    theirs = catalogue.copy_resource(db, copier, settings, source, {"title": "Their copy"}, kinds=KINDS)
     db.commit()
     assert [layer["name"] for layer in layers_of(client, theirs.id, basic("copier", PASSWORD))] == [
         datasets["quadrants"].alternate, datasets["stations"].alternate]
@@ -419,7 +424,7 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
 
 
 def test_thumbnail_shows_what_the_owner_may_view(client, db, settings, owner_auth, datasets, tmp_path):
-    from cartotheca.ows.map_images import fit_box
+    from cartotheca.ows.thumbnails import fit_box
 
     lender = make_user(db, "lender")
     lent = publish_file(db, settings, lender, write_square(tmp_path, "lent", OVERLAY_BOUNDS),
