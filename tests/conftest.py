@@ -10,38 +10,29 @@ from __future__ import annotations
 import base64
 import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, event, text
+from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
 from cartotheca.api.app import create_app
 from cartotheca.catalogue import accounts
 from cartotheca.db.base import Base
 from cartotheca.settings import Settings
+from tests.support.services import postgres_database
 
-PG_ADMIN_URL = os.environ.get("CARTOTHECA_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+# Fixtures shared by tests of several folders: brokers, SMTP, server and worker processes.
+pytest_plugins = ["tests.support.fixtures"]
+
 BACKENDS = [b for b in os.environ.get("CARTOTHECA_TEST_BACKENDS", "sqlite,postgresql").split(",") if b]
 ADMIN_PASSWORD = "admin-pass"
 # Tables whose rows are seeded reference data and survive between tests.
 KEEP_TABLES = {"categories", "licenses", "regions", "restriction_code_types",
                "spatial_representation_types"}
-
-
-def _postgres_available() -> bool:
-    try:
-        engine = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-        with engine.connect():
-            pass
-        engine.dispose()
-        return True
-    except Exception:
-        return False
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -50,23 +41,8 @@ def database_url(request, tmp_path_factory) -> Iterator[str]:
         path = tmp_path_factory.mktemp("sqlite") / "test.sqlite3"
         yield f"sqlite:///{path}"
         return
-    if not _postgres_available():
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not reachable at 127.0.0.1:5432 but CI requires it")
-        pytest.skip("PostgreSQL not reachable")
-    name = f"cartotheca_test_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
-            ), {"n": name})
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
+    with postgres_database("cartotheca_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -81,24 +57,8 @@ def datastore_url(backend) -> Iterator[str | None]:
     if backend != "postgresql":
         yield None
         return
-    name = f"cartotheca_datastore_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    store = create_engine(url, isolation_level="AUTOCOMMIT")
-    with store.connect() as conn:
-        conn.execute(text("CREATE EXTENSION IF NOT EXISTS postgis"))
-    store.dispose()
-    try:
+    with postgres_database("cartotheca_datastore", postgis=True) as url:
         yield url
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"
-            ), {"n": name})
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -8,11 +8,9 @@ connections terminated and new ones refused) and given back, without restarting 
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -34,10 +32,11 @@ from sqlalchemy.engine import make_url
 
 from cartotheca.catalogue import oauth
 from cartotheca.db.models import Resource
-from tests.clients.conftest import LiveServer, _free_port, _settings_env, _stop, _wait_until_up
-from tests.conftest import ADMIN_PASSWORD, PG_ADMIN_URL
+from tests.conftest import ADMIN_PASSWORD
 from tests.factories import make_resource, make_user
 from tests.geodata.fixtures import publish_file
+from tests.support.processes import LiveServer, serving
+from tests.support.services import PG_ADMIN_URL
 
 STALLED = 35  # clients that send a request for a large answer and never read it
 LISTS = 20  # ordinary requests made while they stall
@@ -79,21 +78,10 @@ def _noise_raster(path: Path) -> Path:
 
 @contextmanager
 def _serving(make_settings, log: Path, **overrides) -> Iterator[tuple[LiveServer, subprocess.Popen]]:
-    """``cartotheca serve`` with the tests' settings and ``overrides`` on a free port."""
-    port = _free_port()
-    server = LiveServer(url=f"http://127.0.0.1:{port}/", log=log)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
-    env.update(_settings_env(make_settings(SITEURL=server.url, **overrides)),
-               CARTOTHECA_LOG_LEVEL="warning")
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        _wait_until_up(proc, server)
-        yield server, proc
-    finally:
-        _stop(proc)
+    """``cartotheca serve`` with the tests' settings and ``overrides`` on a free port, its own
+    address as SITEURL."""
+    with serving(make_settings, log, own_site_url=True, **overrides) as server:
+        yield server, server.process
 
 
 def _stalled_request(server: LiveServer, path: str) -> socket.socket:

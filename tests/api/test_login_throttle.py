@@ -19,7 +19,8 @@ from fastapi.testclient import TestClient
 from cartotheca.catalogue import oauth
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
-from tests.tasks.conftest import free_port, wait_http
+from tests.support.ports import free_port
+from tests.support.processes import wait_http
 
 COOLOFF_SECONDS = 5.0  # long enough for the locked-out requests of a test on a loaded machine
 SERVERS_COOLOFF_SECONDS = 20.0

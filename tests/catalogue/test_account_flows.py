@@ -13,7 +13,6 @@ from cartotheca.db.models import Notice, User
 from tests.catalogue.test_events import body_of, messages_to, notifying, wait_for  # noqa: F401 (a fixture)
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
-from tests.monitoring.support import smtp_server  # noqa: F401 (a fixture)
 
 NEWBIE = {"username": "newbie", "password": "a-long-pass-9", "email": "newbie@example.org"}
 

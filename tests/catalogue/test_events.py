@@ -18,8 +18,8 @@ from cartotheca.catalogue import events
 from cartotheca.db.models import Delivery, Favorite, Notice, User
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_group, make_resource, make_user
-from tests.monitoring.support import Mailbox, free_port, smtp_server  # noqa: F401 (a fixture)
-from tests.tasks.conftest import broker_url, spawn, worker_id_number  # noqa: F401 (fixtures)
+from tests.support.ports import free_port
+from tests.support.services import Mailbox
 
 FAST = dict(NOTIFICATIONS_POLL_SECONDS=0.05, NOTIFICATIONS_RETRY_BASE_SECONDS=0.05,
             NOTIFICATIONS_MAX_ATTEMPTS=3, TIMEOUT=2, EMAIL_HOST="127.0.0.1")

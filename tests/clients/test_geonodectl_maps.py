@@ -14,7 +14,7 @@ from sqlalchemy import select
 from cartotheca.db.models import MapLayer, Resource
 from tests.clients.test_geonodectl import admin, api, ctl, fresh  # noqa: F401  (fixtures)
 from tests.geodata.fixtures import polygons_sld, publish_file, write_points, write_polygons
-from tests.ows.conftest import pixels
+from tests.support.pixels import pixels
 
 pytestmark = pytest.mark.clients
 

@@ -17,10 +17,10 @@ from lxml import etree
 
 from cartotheca.server import ServerLimits
 from cartotheca.settings import Settings
-from tests.clients.conftest import serving
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import make_user
 from tests.geodata.fixtures import publish_file, write_polygons, write_raster
+from tests.support.processes import serving
 
 HUGE = "99999999999999999999"  # past any 64-bit integer
 SAFETY = 30.0  # seconds: no single exchange below may take longer

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import httpx
-import mapnik
-import numpy as np
 import pytest
 from lxml import etree
 from owslib.wms import WebMapService
@@ -14,17 +12,13 @@ from owslib.wms import WebMapService
 import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.factories import make_user
 from tests.geodata.fixtures import polygons_sld, publish_file, write_polygons
+from tests.support.pixels import pixels as rgba_pixels
 
 
 @pytest.fixture
 def polygons(db, settings, tmp_path):
     owner = make_user(db)
     return publish_file(db, settings, owner, write_polygons(tmp_path), title="Polygons", sld=polygons_sld())
-
-
-def _pixels(data: bytes) -> np.ndarray:
-    image = mapnik.Image.from_string(data)
-    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
 
 
 @pytest.mark.parametrize("version", ["1.1.1", "1.3.0"])
@@ -42,7 +36,7 @@ def test_owslib_reads_capabilities_and_maps(live_server, polygons, version):
     # OWSLib takes lon/lat and swaps the box itself for 1.3.0 EPSG:4326
     image = service.getmap(layers=[polygons.alternate], styles=[""], srs="EPSG:4326", bbox=(0, 40, 40, 60),
                            size=(200, 100), format="image/png", transparent=True)
-    pixels = _pixels(image.read())
+    pixels = rgba_pixels(image.read())
     assert tuple(pixels[25, 25]) == (255, 0, 0, 255)
     assert tuple(pixels[25, 75]) == (0, 255, 0, 255)
     assert pixels[50, 150, 3] == 0

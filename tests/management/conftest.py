@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.tasks.conftest import (  # noqa: F401  (worker_id_number: a fixture)
-    Process,
-    empty_redis_database,
-    worker_id_number,
-)
+from cartotheca.tasks.backends.celery import make_celery
+from tests.support.processes import Process
+from tests.support.services import empty_redis_database
 
 
 def redis_database(request, use: str) -> int:
@@ -47,10 +46,6 @@ def celery_broker(request, make_settings, database_url, data_dir, tmp_path_facto
 
 def wait_until_ready(url: str, worker: Process, timeout: float = 180.0) -> None:
     """Until the worker answers a ping: a loaded machine takes a while to start one."""
-    import time
-
-    from cartotheca.tasks.backends.celery import make_celery
-
     control = make_celery(url).control
     deadline = time.monotonic() + timeout
     while not control.ping(timeout=1.0):

@@ -23,7 +23,7 @@ from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from tests.factories import make_resource, make_user
 from tests.geodata import fixtures as fx
 from tests.management.conftest import redis_database
-from tests.tasks.conftest import empty_redis_database, spawn  # noqa: F401  (spawn: a fixture)
+from tests.support.services import empty_redis_database
 
 BASE = "/api/v2/management"
 

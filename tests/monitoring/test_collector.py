@@ -27,15 +27,11 @@ from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.monitoring.collector import COLLECTOR_NAME, Collector
 from cartotheca.monitoring.periods import align_end, align_start
 from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
-from tests.tasks.conftest import (  # noqa: F401  (spawn, worker_id_number: fixtures)
-    empty_redis_database,
-    spawn,
-    worker_id_number,
-)
+from tests.support.services import empty_redis_database
 
 
 @pytest.fixture
-def beat_broker(worker_id_number) -> Iterator[str]:  # noqa: F811
+def beat_broker(worker_id_number) -> Iterator[str]:
     """A Redis database of its own (7 down to 5; the execution tests use 1 + worker number and
     the management tests 8-15), so workers of other suites sharing the Redis never take the
     beat's tasks."""

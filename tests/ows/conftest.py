@@ -1,14 +1,11 @@
-"""Datasets published through the real ingest, and helpers to read WMS answers (images, XML)."""
+"""Datasets published through the real ingest, and helpers to ask WMS and read its exception reports."""
 
 from __future__ import annotations
 
-import mapnik
-import numpy as np
 import pytest
 from lxml import etree
 from sqlalchemy import delete
 
-import cartotheca  # noqa: F401  (PROJ_DATA before mapnik/rasterio)
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.db.models import ResourcePermission
 from tests.factories import make_user
@@ -67,12 +64,6 @@ def make_private(db, settings, resource) -> None:
 def wms(client, headers=None, **params):
     query = {"SERVICE": "WMS", **{k.upper(): v for k, v in params.items()}}
     return client.get("/ows", params=query, headers=headers or {})
-
-
-def pixels(data: bytes) -> np.ndarray:
-    """An encoded image (PNG, JPEG) as rows × columns × RGBA."""
-    image = mapnik.Image.from_string(data)
-    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
 
 
 def exception_code(response) -> str:

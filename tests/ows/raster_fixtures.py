@@ -1,5 +1,5 @@
 """Datasets for the tile and coverage tests, published through the real ingest, and readers for
-what those services answer (PNG tiles as arrays, GeoTIFFs as rasterio datasets).
+what those services answer (GeoTIFFs as arrays and their profile).
 
 Plain functions, so tests outside ``tests/ows`` (routes, live clients) use them as well as the
 fixtures of ``tests/ows/conftest.py``.
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import numpy as np
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
 from cartotheca.db.models import Dataset, Resource
@@ -60,20 +58,6 @@ def cog_path(db, settings, resource: Resource) -> str:
 
 def coverage_id(resource: Resource) -> str:
     return resource.alternate.replace(":", "__")
-
-
-def png_bands(data: bytes) -> np.ndarray:
-    """A PNG's bands as encoded (grey + alpha, or RGB + alpha), bands × rows × columns."""
-    import warnings
-
-    from rasterio.errors import NotGeoreferencedWarning
-    from rasterio.io import MemoryFile
-
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", data[:64]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NotGeoreferencedWarning)  # a tile PNG has no georeference
-        with MemoryFile(data) as memory, memory.open() as image:
-            return image.read()
 
 
 def read_geotiff(data: bytes):

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import morecantile
 
-from tests.clients.conftest import serving
 from tests.ows.raster_fixtures import coverage_id
+from tests.support.processes import serving
 
 MERCATOR = morecantile.tms.get("WebMercatorQuad")
 PARALLEL = 8

@@ -11,7 +11,8 @@ from lxml import etree
 from tests.conftest import basic
 from tests.factories import PASSWORD
 from tests.geodata.fixtures import UPLOAD_URL, publish_file, wait_execution, write_raster
-from tests.ows.conftest import pixels, wms
+from tests.ows.conftest import wms
+from tests.support.pixels import pixels
 
 WMS = "{http://www.opengis.net/wms}"
 XLINK = "{http://www.w3.org/1999/xlink}href"

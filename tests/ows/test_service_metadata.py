@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from pyproj import Transformer
 
 from cartotheca.settings import Settings
-from tests.ows.conftest import pixels, wms
+from tests.ows.conftest import wms
+from tests.support.pixels import pixels
 
 RED = (255, 0, 0, 255)
 IDENTITY = {

@@ -13,7 +13,8 @@ from cartotheca.db.models import Dataset, DatasetAttribute
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import publish_file, raster_pixels, write_raster
-from tests.ows.conftest import exception_code, make_private, pixels, wms
+from tests.ows.conftest import exception_code, make_private, wms
+from tests.support.pixels import pixels
 
 WMS = "{http://www.opengis.net/wms}"
 XLINK = "{http://www.w3.org/1999/xlink}href"

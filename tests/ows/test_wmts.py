@@ -10,7 +10,8 @@ import pytest
 from lxml import etree
 
 from tests.ows.conftest import make_private
-from tests.ows.raster_fixtures import cog_path, png_bands
+from tests.ows.raster_fixtures import cog_path
+from tests.support.pixels import png_bands
 
 WMTS = "{http://www.opengis.net/wmts/1.0}"
 OWS = "{http://www.opengis.net/ows/1.1}"

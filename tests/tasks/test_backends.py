@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
-from tests.tasks.conftest import wait_http  # noqa: F401  (shared helpers live there)
 
 
 def wait_execution(client, status_url: str, headers, timeout: float = 60.0) -> dict:

@@ -13,7 +13,8 @@ from sqlalchemy import select
 from cartotheca.db.models import ExecutionRequest, ResourcePermission
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
-from tests.tasks.conftest import free_port, wait_http
+from tests.support.ports import free_port
+from tests.support.processes import wait_http
 
 SLOW = {"CARTOTHECA_EXECUTION_STEP_DELAY": "6", "CARTOTHECA_EXECUTION_HEARTBEAT_SECONDS": "0.5"}
 FAST = {"CARTOTHECA_EXECUTION_STEP_DELAY": "0", "CARTOTHECA_EXECUTION_HEARTBEAT_SECONDS": "0.5"}

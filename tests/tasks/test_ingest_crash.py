@@ -15,7 +15,8 @@ from cartotheca.db.models import Dataset, ExecutionRequest, Resource, Upload
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata import fixtures as fx
-from tests.tasks.conftest import free_port, wait_http
+from tests.support.ports import free_port
+from tests.support.processes import wait_http
 from tests.tasks.test_crash_recovery import status_of, wait_status
 
 SLOW = {"CARTOTHECA_EXECUTION_STEP_DELAY": "2", "CARTOTHECA_EXECUTION_HEARTBEAT_SECONDS": "0.5"}

@@ -17,28 +17,22 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.clients.conftest import admin_basic_token, live_server  # noqa: F401  (fixtures)
 from tests.conftest import _clean
+from tests.support.services import unavailable
 
 CHROMIUM = os.environ.get("CARTOTHECA_TEST_CHROMIUM", "/usr/bin/chromium")
 AXE_JS = Path(__file__).parent / "vendor" / "axe.min.js"
 TIMEOUT_MS = 15_000
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}, but CI requires the browser tests to run")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def chromium_path() -> str:
     if not Path(CHROMIUM).is_file():
-        _unavailable(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
+        unavailable(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        _unavailable("the playwright package is not installed (pip install -e '.[test]')")
+        unavailable("the playwright package is not installed (pip install -e '.[test]')")
     return CHROMIUM
 
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 import re
 import time
 
-import mapnik
 import numpy as np
 import pytest
 from pyproj import Transformer
 
-import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
+from tests.support.pixels import pixels as rgba_pixels
 from tests.web.test_pages import _axe
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -60,11 +59,6 @@ def data(live_server, module_db, base_app, tmp_path_factory):
     return {"coloured": coloured.id, "navy": navy.id, "folder": folder}
 
 
-def _pixels(png: bytes) -> np.ndarray:
-    image = mapnik.Image.from_string(png)
-    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
-
-
 def expect_colours(page, selector: str, ready: str, expected: dict[tuple[float, float], tuple]) -> None:
     """Wait until the map in ``selector`` shows each expected colour (±3) around each lon/lat,
     finding the pixels from the view's extent the page publishes in ``data-extent``."""
@@ -72,7 +66,7 @@ def expect_colours(page, selector: str, ready: str, expected: dict[tuple[float, 
     while True:
         page.wait_for_selector(f"{selector}[{ready}]", state="attached")
         extent = page.evaluate("(s) => JSON.parse(document.querySelector(s).dataset.extent)", selector)
-        pixels = _pixels(page.locator(selector).screenshot()).astype(int)
+        pixels = rgba_pixels(page.locator(selector).screenshot()).astype(int)
         x0, _, x1, y1 = extent
         resolution = (x1 - x0) / pixels.shape[1]
         seen = {}

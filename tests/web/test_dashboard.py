@@ -11,7 +11,6 @@ One live server, browser and data set per module and backend (startup dominates 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import socket
 import subprocess
 import sys
@@ -26,10 +25,10 @@ from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset
 from cartotheca.geodata.storage.geopackage import GeoPackageStore
 from cartotheca.monitoring.periods import align_end
-from tests.clients.conftest import _settings_env
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import publish_file, write_polygons
+from tests.support.processes import outside_environment, settings_env
 from tests.web.test_pages import XSS_PAYLOADS, _axe
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -69,8 +68,8 @@ def run_collection(make_settings, live_server, interval: int) -> dt.datetime:
     """``cartotheca monitoring collect`` with the live server's settings, up to the end of the
     current period; returns that end."""
     until = align_end(utcnow(), interval)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
-    env.update(_settings_env(make_settings(SITEURL=live_server.url)), CARTOTHECA_LOG_LEVEL="warning")
+    env = outside_environment()
+    env.update(settings_env(make_settings(SITEURL=live_server.url)), CARTOTHECA_LOG_LEVEL="warning")
     done = subprocess.run(
         [sys.executable, "-m", "cartotheca.cli", "monitoring", "collect", "--until", until.isoformat()],
         env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)

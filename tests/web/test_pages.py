@@ -12,15 +12,13 @@ import json
 import time
 from urllib.parse import parse_qs, urlsplit
 
-import mapnik
-import numpy as np
 import pytest
 from pyproj import Transformer
 
-import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import make_group, make_resource, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
+from tests.support.pixels import pixels as rgba_pixels
 from tests.web.conftest import AXE_JS
 
 SHEETS = 9  # enough documents for a second page of results
@@ -142,11 +140,6 @@ def test_search_facets_sort_and_paging(live_server, catalogue_data, new_page):
     assert watch.clean, watch
 
 
-def _pixels(png: bytes) -> np.ndarray:
-    image = mapnik.Image.from_string(png)
-    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
-
-
 def test_dataset_page_shows_metadata_links_and_its_map(live_server, api, catalogue_data, new_page):
     from playwright.sync_api import expect
 
@@ -180,7 +173,7 @@ def test_dataset_page_shows_metadata_links_and_its_map(live_server, api, catalog
     probes = {"north-west": (5, 55), "north-east": (15, 55), "south-east": (15, 45)}
     deadline = time.monotonic() + 10
     while True:
-        pixels = _pixels(page.locator("#resource-map").screenshot())
+        pixels = rgba_pixels(page.locator("#resource-map").screenshot())
         seen = {}
         for name, (lon, lat) in probes.items():
             col, row = pixel_of(lon, lat)

@@ -17,7 +17,8 @@ import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.catalogue import iso_documents as docs
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
-from tests.web.test_pages import XSS_PAYLOADS, _axe, _pixels
+from tests.support.pixels import pixels as rgba_pixels
+from tests.web.test_pages import XSS_PAYLOADS, _axe
 from tests.web.test_resource_pages import _log_in
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -142,7 +143,7 @@ def _wait_for_colours(page, expected: dict[tuple[float, float], tuple[int, int, 
     around = _map_pixels(page)
     deadline = time.monotonic() + 10
     while True:
-        pixels = _pixels(page.locator("#resource-map").screenshot())
+        pixels = rgba_pixels(page.locator("#resource-map").screenshot())
         seen = {where: around(pixels, *where) for where in expected}
         if all((region == expected[where]).all() for where, region in seen.items()):
             return

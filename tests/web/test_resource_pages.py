@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import time
 
-import mapnik
 import numpy as np
 import pytest
 from pyproj import Transformer
 
-import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.api.routes.document_samples import samples
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
+from tests.support.pixels import pixels as rgba_pixels
 from tests.web.test_pages import XSS_PAYLOADS, _axe
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -58,11 +57,6 @@ def data(live_server, api, module_db, base_app, tmp_path_factory):
             "report": report, "sheet": sheet, "editable": editable.id}
 
 
-def _pixels(png: bytes) -> np.ndarray:
-    image = mapnik.Image.from_string(png)
-    return np.frombuffer(image.to_string(), dtype=np.uint8).reshape(image.height(), image.width(), 4)
-
-
 def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_server, data, new_page):
     from playwright.sync_api import expect
 
@@ -91,7 +85,7 @@ def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_ser
     probes = {"north-west": (2, 58), "north-east": (18, 58), "south-east": (18, 42)}
     deadline = time.monotonic() + 10
     while True:
-        pixels = _pixels(page.locator("#resource-map").screenshot()).astype(int)
+        pixels = rgba_pixels(page.locator("#resource-map").screenshot()).astype(int)
         seen = {}
         for name, (lon, lat) in probes.items():
             col, row = pixel_of(lon, lat)

@@ -37,8 +37,9 @@ from tests.geodata.fixtures import (
     write_polygons,
     write_raster,
 )
-from tests.ows.conftest import pixels, wms
+from tests.ows.conftest import wms
 from tests.ows.wfs_fixtures import read_features, wfs
+from tests.support.pixels import pixels
 
 # The kinds as the app builds them: copies and deletions made directly, outside a request.
 KINDS = build_kinds(MapThumbnails(), render.forget_data)

@@ -24,6 +24,7 @@ from tests.geodata.fixtures import (
     write_raster,
 )
 from tests.ows.conftest import make_private
+from tests.support.pixels import pixels
 
 # GeoNode's recorded answers, in the shared notes beside the project (../shared/compat/)
 SAMPLES = Path(__file__).resolve().parents[3].parent / "shared" / "compat" / "geonode-samples"
@@ -225,8 +226,6 @@ def test_links_of_a_private_dataset_resolve_for_its_owner(client, db, settings, 
 
 
 def test_wms_image_link_draws_the_data(client, polygons):
-    from tests.ows.conftest import pixels
-
     record = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
     png = next(link for link in record["links"] if link["name"] == "PNG")
     image = pixels(client.get(png["url"]).content)

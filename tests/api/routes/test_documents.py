@@ -17,6 +17,7 @@ from cartotheca.db.models import Document, Resource
 from tests.api.routes.document_samples import image_bytes, pdf_bytes, samples
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import PASSWORD, make_resource, make_user
+from tests.support.pixels import bands
 
 SAMPLES = samples()
 
@@ -46,16 +47,6 @@ def counts(db) -> tuple[int, int]:
 
 def site_path(url: str) -> str:
     return url.split("testserver", 1)[1]
-
-
-def png_pixels(data: bytes) -> np.ndarray:
-    import rasterio
-    from rasterio.io import MemoryFile
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
-        with MemoryFile(data) as memory, memory.open() as src:
-            return src.read()
 
 
 @pytest.mark.parametrize("extension", sorted(SAMPLES))
@@ -282,7 +273,7 @@ def test_thumbnails_from_images_and_pdf_pages(client, settings, ana, extension):
     assert record["thumbnail_url"] == f"http://testserver/thumbnails/{record['uuid']}.png"
     served = client.get(site_path(record["thumbnail_url"]))
     assert served.status_code == 200 and served.headers["content-type"] == "image/png"
-    pixels = png_pixels(served.content)
+    pixels = bands(served.content)
     _, height, width = pixels.shape
     tolerance = 3 if extension == "jpg" else 0
     left, right = pixels[:3, height // 2, width // 8], pixels[:3, height // 2, width - width // 8]
@@ -311,7 +302,7 @@ def test_a_larger_image_is_shrunk_to_the_thumbnail_size(client, ana):
                 dst.write(pixels)
         data = memory.read()
     record = upload(client, ana, "wide.png", data).json()["document"]
-    thumb = png_pixels(client.get(site_path(record["thumbnail_url"])).content)
+    thumb = bands(client.get(site_path(record["thumbnail_url"])).content)
     assert thumb.shape[1:] == (200, 400)
     assert client.get(f"/documents/{record['pk']}/download").content == data
 

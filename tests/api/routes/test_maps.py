@@ -24,7 +24,8 @@ from cartotheca.ows.thumbnails import MapThumbnails
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import polygons_sld, publish_file, write_points, write_polygons
-from tests.ows.conftest import make_private, pixels
+from tests.ows.conftest import make_private
+from tests.support.pixels import pixels
 
 RED, GREEN, YELLOW, CYAN = (255, 0, 0), (0, 255, 0), (255, 255, 0), (0, 255, 255)
 # The overlay: one cyan square over the middle of the four quadrants (lon 5..15, lat 45..55).

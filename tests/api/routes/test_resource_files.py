@@ -22,7 +22,8 @@ from tests.geodata.fixtures import (
     wait_execution,
     write_polygons,
 )
-from tests.ows.conftest import make_private, pixels, wms
+from tests.ows.conftest import make_private, wms
+from tests.support.pixels import pixels
 
 GREY = "#808080"
 

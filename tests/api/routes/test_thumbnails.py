@@ -14,7 +14,8 @@ from cartotheca.catalogue.thumbnails import thumbnail_path
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import polygons_sld, publish_file, write_polygons
-from tests.ows.conftest import make_private, pixels
+from tests.ows.conftest import make_private
+from tests.support.pixels import pixels
 
 
 def image_bytes(driver: str, width: int, height: int, rgb=(255, 0, 0)) -> bytes:

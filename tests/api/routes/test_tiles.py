@@ -17,11 +17,11 @@ from tests.geodata.fixtures import POINTS
 from tests.ows.conftest import make_private
 from tests.ows.raster_fixtures import (
     cog_path,
-    png_bands,
     publish_points,
     publish_polygons,
     publish_raster,
 )
+from tests.support.pixels import png_bands
 
 MERCATOR = morecantile.tms.get("WebMercatorQuad")
 TO_MERCATOR = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)

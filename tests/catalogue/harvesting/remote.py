@@ -7,9 +7,7 @@ back on the same port, so a test can see a harvester meet an unavailable remote.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -20,9 +18,10 @@ from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
 from cartotheca.db.models import User
 from cartotheca.settings import Settings
-from tests.clients.conftest import LiveServer, _free_port, _stop, _wait_until_up
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.geodata.fixtures import publish_file, write_points, write_polygons
+from tests.support.ports import free_port
+from tests.support.processes import LiveServer, outside_environment, start_server, stop, wait_until_up
 
 ADMIN = basic("admin", ADMIN_PASSWORD)
 
@@ -30,7 +29,7 @@ ADMIN = basic("admin", ADMIN_PASSWORD)
 class RemoteCatalogue:
     def __init__(self, folder: Path):
         self.folder = folder
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.values = dict(
             DATA_DIR=str(folder / "data"), DATABASE_URL=f"sqlite:///{folder / 'remote.sqlite3'}",
@@ -60,13 +59,9 @@ class RemoteCatalogue:
         app.state.cartotheca.engine.dispose()
 
     def start(self, *, wait: bool = True) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
+        env = outside_environment()
         env.update({f"CARTOTHECA_{k}": v for k, v in self.values.items()}, CARTOTHECA_LOG_LEVEL="warning")
-        with self.server.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
-                 "--port", str(self.port)],
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.proc = start_server(self.port, env, self.server.log)
         self.starting = True
         if wait:
             self.ensure_up()
@@ -76,7 +71,7 @@ class RemoteCatalogue:
         if self.proc is None:
             self.start()
         elif self.starting:
-            _wait_until_up(self.proc, self.server)
+            wait_until_up(self.proc, self.server)
             self.starting = False
 
     def stop(self) -> None:
@@ -85,7 +80,7 @@ class RemoteCatalogue:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
             else:
-                _stop(self.proc)
+                stop(self.proc)
             self.proc, self.starting = None, False
 
     def resources(self) -> list[dict]:

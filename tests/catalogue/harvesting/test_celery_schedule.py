@@ -4,14 +4,14 @@ each due harvester action once and sends its execution to the broker."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
 
 import pytest
 
 from cartotheca.db.models import ExecutionRequest, Harvester, User
-from tests.tasks.conftest import empty_redis_database, worker_id_number  # noqa: F401  (fixture)
+from tests.support.processes import outside_environment
+from tests.support.services import empty_redis_database
 
 BEAT_TASK = "from cartotheca.tasks.backends.celery import celery_app, enqueue_harvests; " \
     "assert 'enqueue-harvests' in celery_app.conf.beat_schedule; " \
@@ -19,13 +19,13 @@ BEAT_TASK = "from cartotheca.tasks.backends.celery import celery_app, enqueue_ha
 
 
 @pytest.fixture
-def redis_url(worker_id_number):  # noqa: F811
+def redis_url(worker_id_number):
     with empty_redis_database(worker_id_number) as (url, client):
         yield url, client
 
 
 def _beat(settings, broker: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
+    env = outside_environment()
     env.update(CARTOTHECA_DATABASE_URL=settings.database_url, CARTOTHECA_DATA_DIR=str(settings.DATA_DIR),
                CARTOTHECA_SECRET_KEY="test-secret", CARTOTHECA_TASK_BACKEND="celery",
                CARTOTHECA_CELERY_BROKER_URL=broker)

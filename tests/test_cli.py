@@ -18,15 +18,15 @@ from cartotheca.cli import main
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from cartotheca.settings import get_settings
-from tests.clients.conftest import _settings_env
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata import fixtures as fx
+from tests.support.processes import outside_environment, settings_env
 
 
 @pytest.fixture
 def cartotheca(settings):
     """Run ``cartotheca <args>`` over the test database and data directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARTOTHECA_")}
+    env = outside_environment()
     env.update(CARTOTHECA_DATABASE_URL=settings.DATABASE_URL, CARTOTHECA_DATA_DIR=str(settings.DATA_DIR),
                CARTOTHECA_STORAGE_BACKEND=settings.STORAGE_BACKEND, CARTOTHECA_SITEURL=settings.SITEURL,
                CARTOTHECA_SECRET_KEY="test-secret", CARTOTHECA_MONITORING_ENABLED="false")
@@ -148,7 +148,7 @@ def cli_runner(settings):
     """Run ``cartotheca <args>`` in this process (click's runner) over the test database, with
     the test settings (so the password hashing cost stays the tests')."""
     env = {name: None for name in os.environ if name.startswith("CARTOTHECA_")}
-    env.update(_settings_env(settings))
+    env.update(settings_env(settings))
     runner = CliRunner()
 
     def run(*args: str) -> subprocess.CompletedProcess:

@@ -1,0 +1,1 @@
+"""Support code the tests share, written once: processes, ports, services, the pixel decoder."""
