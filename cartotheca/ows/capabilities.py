@@ -26,6 +26,7 @@ from cartotheca.db.models import Keyword, Style
 from cartotheca.db.models.resources import resource_keywords
 from cartotheca.errors import InvalidInput
 from cartotheca.ows import legend, render, service_identity
+from cartotheca.ows.crs import parse_crs
 from cartotheca.styling import sld as sldlib
 
 WMS_NS = "http://www.opengis.net/wms"
@@ -121,7 +122,7 @@ def _to_crs(code: str) -> pyproj.Transformer:
 
 def _lat_first(code: str) -> bool:
     try:
-        return render.parse_crs(code).lat_first
+        return parse_crs(code).lat_first
     except InvalidInput:  # an EPSG code PROJ no longer knows: list it, x/y order
         return False
 

@@ -29,10 +29,9 @@ from rasterio.warp import calculate_default_transform, transform_bounds
 from rasterio.windows import Window
 
 from cartotheca.errors import InvalidInput
+from cartotheca.ows import crs as crs_names
 
 EPSG_URI = "http://www.opengis.net/def/crs/EPSG/0/"
-CRS84_URIS = {"http://www.opengis.net/def/crs/OGC/1.3/CRS84", "urn:ogc:def:crs:OGC:1.3:CRS84",
-              "urn:ogc:def:crs:OGC::CRS84", "OGC:CRS84", "CRS:84"}
 X_ALIASES = {"x", "e", "east", "easting", "lon", "long", "longitude"}
 Y_ALIASES = {"y", "n", "north", "northing", "lat", "latitude"}
 GRID_AXES = {"i": 0, "j": 1}  # i: columns, j: rows
@@ -112,25 +111,15 @@ def crs_of_dataset(crs: Any) -> CoverageCRS:
 
 def parse_crs(value: str) -> CoverageCRS:
     """A CRS URI (http://www.opengis.net/def/crs/EPSG/0/4326), URN or EPSG:n."""
-    text = value.strip()
-    if text in CRS84_URIS:
-        return _from_pyproj("OGC:CRS84", True)
-    code = None
-    for prefix in (EPSG_URI, "http://www.opengis.net/def/crs/EPSG/0.0/", "urn:ogc:def:crs:EPSG::",
-                   "urn:ogc:def:crs:EPSG:", "EPSG:"):
-        if text.upper().startswith(prefix.upper()):
-            code = text[len(prefix):].rsplit(":", 1)[-1]
-            break
-    try:
-        epsg = int(code) if code is not None else None
-    except ValueError:
-        epsg = None
-    if epsg is None:
+    name = crs_names.read_name(value, crs_names.WCS)
+    if name is None:
         raise CRSError(f"CRS {value!r} is not supported; use {EPSG_URI}<code>")
+    if name.lonlat:
+        return _from_pyproj("OGC:CRS84", True)
     try:
-        return _from_pyproj(f"EPSG:{epsg}", False)
+        return _from_pyproj(f"EPSG:{name.epsg}", False)
     except pyproj.exceptions.CRSError:
-        raise CRSError(f"EPSG:{epsg} is not a known CRS") from None
+        raise CRSError(f"EPSG:{name.epsg} is not a known CRS") from None
 
 
 # -- the coverage's grid -----------------------------------------------------------------------

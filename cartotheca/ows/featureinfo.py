@@ -27,6 +27,7 @@ from cartotheca import siteurl, timeutil
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
 from cartotheca.ows import render
+from cartotheca.ows.crs import CRSInfo
 from cartotheca.xmlsafe import escape, quoteattr
 
 FORMATS = {"text/plain", "text/html", "application/json", "application/vnd.ogc.gml",
@@ -50,7 +51,7 @@ class LayerResult:
 
 
 def query_vector(settings: Any, resource: Any, dataset: Any, area: tuple[float, float, float, float],
-                 crs: render.CRSInfo, count: int, time: str | None, hidden: set[str]) -> LayerResult:
+                 crs: CRSInfo, count: int, time: str | None, hidden: set[str]) -> LayerResult:
     """Features of ``dataset`` meeting ``area`` (a box in the map CRS, x/y order)."""
     result = LayerResult(resource.alternate or f"{dataset.workspace}:{dataset.name}", dataset, crs.code)
     native_srs = render.dataset_srs(dataset)
@@ -97,7 +98,7 @@ def _box_to(area: tuple[float, float, float, float], src: str, dst: str) -> Any:
 
 
 def query_raster(settings: Any, resource: Any, dataset: Any, x: float, y: float,
-                 crs: render.CRSInfo) -> LayerResult:
+                 crs: CRSInfo) -> LayerResult:
     """The raster's band values at (x, y) in the map CRS; no feature on nodata or outside."""
     result = LayerResult(resource.alternate or f"{dataset.workspace}:{dataset.name}", dataset, crs.code)
     with rasterio.open(raster_store(settings).path(dataset.location)) as src:

@@ -1,28 +1,25 @@
-"""cartotheca.ows.gml: GML 2, 3.1.1 and 3.2 geometries and feature collections, and srsName rules.
+"""cartotheca.ows.gml: GML 2, 3.1.1 and 3.2 feature collections, and the srsName each version
+writes.
 
 Writers stream: a feature collection is produced as a sequence of text chunks, one batch of
 features at a time, so a large GetFeature never sits in memory. (The GML geometry literals of
 filters are read by ``cartotheca.filters.gml``.)
 
-Axis order follows GeoServer's rules, which the desktop clients expect: ``EPSG:xxxx`` and
-``http://www.opengis.net/gml/srs/epsg.xml#xxxx`` are east/north (x/y); the URN and the
-``http://www.opengis.net/def/crs/EPSG/0/xxxx`` forms follow the EPSG definition, so
-``urn:ogc:def:crs:EPSG::4326`` is latitude/longitude.
+Axis order follows GeoServer's rules, which the desktop clients expect; reading an srsName and
+the axis order it implies is ``ows.crs.parse_srs``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS
 
+from cartotheca.ows.crs import Srs
 from cartotheca.xmlsafe import escape, quoteattr
 
 GML2_NS = "http://www.opengis.net/gml"  # GML 2 and 3.1.1 share it
@@ -31,58 +28,6 @@ GML32_NS = "http://www.opengis.net/gml/3.2"
 # The GML flavours the WFS speaks: version key → (namespace, display name)
 GML2, GML31, GML32 = "2", "3.1.1", "3.2"
 NAMESPACES = {GML2: GML2_NS, GML31: GML2_NS, GML32: GML32_NS}
-
-_EPSG_PATTERNS = (
-    (re.compile(r"^EPSG:(\d+)$", re.I), False),
-    (re.compile(r"^https?://www\.opengis\.net/gml/srs/epsg\.xml#(\d+)$", re.I), False),
-    (re.compile(r"^urn:(?:x-)?ogc:def:crs:EPSG:[^:]*:(\d+)$", re.I), True),
-    (re.compile(r"^urn:x-ogc:def:crs:EPSG:(\d+)$", re.I), True),
-    (re.compile(r"^https?://www\.opengis\.net/def/crs/EPSG/[^/]+/(\d+)$", re.I), True),
-)
-_CRS84 = re.compile(r"^(?:urn:ogc:def:crs:OGC:[^:]*:CRS84|https?://www\.opengis\.net/def/crs/OGC/"
-                    r"[^/]+/CRS84|CRS:84|OGC:CRS84)$", re.I)
-
-
-@dataclass(frozen=True)
-class Srs:
-    """A parsed srsName: its EPSG code and whether coordinates are written north first."""
-
-    epsg: int
-    swap: bool  # True: coordinates are (y, x) in this naming (lat/lon for EPSG:4326)
-    name: str
-
-    @property
-    def crs(self) -> str:
-        return f"EPSG:{self.epsg}"
-
-
-class SrsError(ValueError):
-    pass
-
-
-@functools.lru_cache(maxsize=256)
-def north_first(epsg: int) -> bool:
-    """Whether the EPSG definition of the CRS lists the north(ing) axis first."""
-    try:
-        axes = CRS.from_epsg(epsg).axis_info
-    except Exception as exc:  # pyproj raises CRSError for unknown codes
-        raise SrsError(f"Unknown CRS EPSG:{epsg}") from exc
-    return bool(axes) and axes[0].direction.lower() in ("north", "south")
-
-
-def parse_srs(name: str) -> Srs:
-    """``EPSG:4326``, ``urn:ogc:def:crs:EPSG::4326``, ... → Srs (raises SrsError)."""
-    text = name.strip()
-    if _CRS84.match(text):
-        return Srs(4326, False, text)
-    for pattern, authority_order in _EPSG_PATTERNS:
-        match = pattern.match(text)
-        if match:
-            epsg = int(match.group(1))
-            swap = north_first(epsg)  # also checks that the code exists
-            return Srs(epsg, authority_order and swap, text)
-    raise SrsError(f"Unsupported CRS {name!r}")
-
 
 def srs_name(epsg: int, version: str) -> str:
     """The srsName a WFS version writes by default (GeoServer's forms)."""

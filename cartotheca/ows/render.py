@@ -18,7 +18,6 @@ import datetime as dt
 import hashlib
 import math
 import os
-import re
 import tempfile
 import threading
 import zlib
@@ -41,6 +40,7 @@ from cartotheca.db.models import Style
 from cartotheca.errors import InvalidInput
 from cartotheca.geodata.storage import stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
+from cartotheca.ows.crs import parse_crs
 from cartotheca.settings import Settings
 from cartotheca.styling import sld as sldlib
 from cartotheca.styling.defaults import default_sld
@@ -87,43 +87,6 @@ def available_formats() -> list[str]:
 
 
 # -- CRS --------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CRSInfo:
-    code: str  # "EPSG:4326"
-    srs: str  # what mapnik reads
-    lat_first: bool  # the CRS's own axis order starts with north (WMS 1.3.0 BBOX order)
-
-
-_URN = re.compile(r"^(?:urn:ogc:def:crs:EPSG:[\d.]*:|urn:x-ogc:def:crs:EPSG:[\d.]*:"
-                  r"|https?://www\.opengis\.net/def/crs/EPSG/0/|EPSG:)(\d+)$", re.IGNORECASE)
-# OGC's lon/lat CRSs from WMS 1.3.0 annex B
-CRS_CODES = {"CRS:84": 4326, "CRS:83": 4269, "CRS:27": 4267,
-             "URN:OGC:DEF:CRS:OGC:1.3:CRS84": 4326, "HTTP://WWW.OPENGIS.NET/DEF/CRS/OGC/1.3/CRS84": 4326}
-EPSG_ALIASES = {900913: 3857, 3785: 3857, 102100: 3857, 102113: 3857}
-
-
-@lru_cache(maxsize=512)
-def parse_crs(value: str) -> CRSInfo:
-    """A CRS as WMS clients name it (EPSG:n, CRS:84, URNs); ``InvalidInput`` if unknown."""
-    text = value.strip()
-    if text.upper() in CRS_CODES:
-        epsg = CRS_CODES[text.upper()]
-        return CRSInfo(code=text.upper() if text.upper().startswith("CRS:") else "CRS:84",
-                       srs=f"epsg:{epsg}", lat_first=False)
-    match = _URN.match(text)
-    if not match:
-        raise InvalidInput(f"CRS {value!r} is not supported; use EPSG:<code>")
-    epsg = int(match.group(1))
-    epsg = EPSG_ALIASES.get(epsg, epsg)
-    try:
-        crs = pyproj.CRS.from_epsg(epsg)
-    except pyproj.exceptions.CRSError:
-        raise InvalidInput(f"EPSG:{epsg} is not a known CRS") from None
-    axes = crs.axis_info
-    lat_first = bool(axes) and axes[0].direction.lower() in ("north", "south")
-    return CRSInfo(code=f"EPSG:{epsg}", srs=f"epsg:{epsg}", lat_first=lat_first)
-
 
 def dataset_srs(dataset: Any) -> str:
     if dataset.native_srid:

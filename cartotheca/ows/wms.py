@@ -28,6 +28,7 @@ from cartotheca.errors import (
     PermissionDenied,
 )
 from cartotheca.ows import capabilities, featureinfo, legend, render
+from cartotheca.ows.crs import CRSInfo, parse_crs
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.styling import sld as sldlib
@@ -99,7 +100,7 @@ def get_capabilities(req: OWSRequest, version: str) -> Response:
 @dataclass
 class View:
     bbox: tuple[float, float, float, float]  # x/y order in crs units
-    crs: render.CRSInfo
+    crs: CRSInfo
     width: int
     height: int
 
@@ -111,7 +112,7 @@ def parse_view(req: OWSRequest, version: str) -> View:
         raise OWSException("MissingParameterValue", f"Parameter {crs_param} is required",
                            locator=crs_param.lower())
     try:
-        crs = render.parse_crs(crs_value)
+        crs = parse_crs(crs_value)
     except InvalidInput as exc:
         raise OWSException(crs_code, exc.message, locator=crs_param.lower()) from None
     bbox = _bbox(req.require("BBOX"))

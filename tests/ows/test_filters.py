@@ -16,7 +16,7 @@ from cartotheca.filters import parse, sql, values
 from cartotheca.geodata.export import dataset_fields
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import vector_store
-from cartotheca.ows import gml
+from cartotheca.ows.crs import parse_srs
 
 ALL = list(range(1, 11))
 FES20 = 'xmlns:fes="http://www.opengis.net/fes/2.0" xmlns:gml="http://www.opengis.net/gml/3.2"'
@@ -33,8 +33,8 @@ def _layer(db, settings, resource, default_srs: str | None = None):
 
     layer = sql.FilterLayer(
         table=store.table(stored), geometry_column=dataset.geometry_column, fid_column=dataset.fid_column,
-        type_name=dataset.name, native_crs=CRS.from_epsg(dataset.native_srid), parse_srs=gml.parse_srs,
-        default_srs=gml.parse_srs(default_srs) if default_srs else None, spatial_fids=spatial_fids,
+        type_name=dataset.name, native_crs=CRS.from_epsg(dataset.native_srid), parse_srs=parse_srs,
+        default_srs=parse_srs(default_srs) if default_srs else None, spatial_fids=spatial_fids,
         field_types={f.name: f.type for f in dataset_fields(db, dataset)})
     return store, stored, layer
 
@@ -192,15 +192,3 @@ def test_like_patterns():
     assert values.like_pattern("a*b?c!*", "*", "?", "!") == "a%b_c*"
     assert values.like_pattern("100%_x", "*", "?", "!") == "100\\%\\_x"
     assert values._glob_pattern("a%b_c\\%[") == "a*b?c%[[]"
-
-
-def test_srs_names_and_axis_order():
-    assert gml.parse_srs("EPSG:4326") == gml.Srs(4326, False, "EPSG:4326")
-    assert gml.parse_srs("urn:ogc:def:crs:EPSG::4326").swap
-    assert gml.parse_srs("urn:x-ogc:def:crs:EPSG:4326").swap
-    assert gml.parse_srs("http://www.opengis.net/def/crs/EPSG/0/4326").swap
-    assert not gml.parse_srs("http://www.opengis.net/gml/srs/epsg.xml#4326").swap
-    assert not gml.parse_srs("urn:ogc:def:crs:EPSG::3857").swap
-    assert not gml.parse_srs("urn:ogc:def:crs:OGC:1.3:CRS84").swap
-    with pytest.raises(gml.SrsError):
-        gml.parse_srs("EPSG:999999")

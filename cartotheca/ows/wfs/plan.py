@@ -17,6 +17,7 @@ from cartotheca.filters.sql import FilterLayer, Selection, compile_filter
 from cartotheca.geodata.storage import FeatureQuery, FieldInfo, stored_layer
 from cartotheca.geodata.storage.stores import vector_store
 from cartotheca.ows import gml
+from cartotheca.ows.crs import Srs, SrsError, parse_srs
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import FeatureTypeInfo, resolve
@@ -33,20 +34,20 @@ class Plan:
     query: FeatureQuery
     fields: list[FieldInfo]
     with_geometry: bool
-    out_srs: gml.Srs
+    out_srs: Srs
 
 
-def _srs(text: str, locator: str) -> gml.Srs:
+def _srs(text: str, locator: str) -> Srs:
     try:
-        return gml.parse_srs(text)
-    except gml.SrsError as exc:
+        return parse_srs(text)
+    except SrsError as exc:
         raise OWSException("InvalidParameterValue", str(exc), locator=locator) from None
 
 
-def default_srs(info: FeatureTypeInfo, version: str) -> gml.Srs:
+def default_srs(info: FeatureTypeInfo, version: str) -> Srs:
     """What a version assumes without SRSNAME: the native CRS, named as that version does."""
     name = gml.srs_name(info.epsg, {"2.0.0": gml.GML32, "1.1.0": gml.GML31}.get(version, gml.GML2))
-    return gml.parse_srs(name)
+    return parse_srs(name)
 
 
 def _bbox_selection(text: str, info: FeatureTypeInfo, layer: FilterLayer,
@@ -68,7 +69,7 @@ def _bbox_selection(text: str, info: FeatureTypeInfo, layer: FilterLayer,
 
 
 def _selection(plan_query: Query, info: FeatureTypeInfo, store: Any, stored: Any,
-               out_srs: gml.Srs, version: str) -> Selection:
+               out_srs: Srs, version: str) -> Selection:
     if not (plan_query.fes is not None or plan_query.cql or plan_query.bbox or plan_query.ids):
         return Selection()
 
@@ -79,7 +80,7 @@ def _selection(plan_query: Query, info: FeatureTypeInfo, store: Any, stored: Any
     layer = FilterLayer(
         table=store.table(stored), geometry_column=info.geometry_name,
         fid_column=info.dataset.fid_column or "fid", type_name=info.name,
-        native_crs=_native_crs(info), parse_srs=gml.parse_srs, default_srs=out_srs,
+        native_crs=_native_crs(info), parse_srs=parse_srs, default_srs=out_srs,
         spatial_fids=spatial_fids, field_types={f.name: f.type for f in info.fields})
     selection = Selection()
     if plan_query.ids is not None:
@@ -111,7 +112,7 @@ def plan(req: OWSRequest, request: GetFeature, q: Query) -> Plan:
     store = vector_store(req.settings, info.dataset.storage)
     stored = stored_layer(info.dataset)
     if request.format == "kml":
-        out_srs = gml.parse_srs("EPSG:4326")
+        out_srs = parse_srs("EPSG:4326")
     else:
         out_srs = _srs(q.srs_name, "srsName") if q.srs_name else default_srs(info, request.version)
     names = {f.name for f in info.fields}
