@@ -12,6 +12,11 @@ than tab, newline and carriage return; lone surrogates; U+FFFE and U+FFFF), NUL 
 Text already stored with one (written before that rule, or straight into the database) loses
 them when written out: ``clean``, ``sub_element``, ``escape`` and ``quoteattr`` are what XML
 writers put in documents, so one stored value can never make a document unreadable.
+
+Readers of parsed documents find elements by local name (``local_name``, ``first_child``,
+``children_named``, ``child_text``, ``text_of``): clients mix namespace versions (SLD 1.0 and
+SE 1.1, GML 2 and 3.2, WCS 2.0 and 2.0.1) and the name alone is what the formats agree on.
+Comments and processing instructions are never matched.
 """
 
 from __future__ import annotations
@@ -123,3 +128,40 @@ def escape(value: Any) -> str:
 def quoteattr(value: Any) -> str:
     """``value`` as a quoted XML attribute value, for writers that build documents as strings."""
     return saxutils.quoteattr(clean(value))
+
+
+# -- reading parsed documents by local name ------------------------------------------------------
+
+
+def local_name(el: Any) -> str:
+    """The tag of ``el`` without its namespace; "" for comments and processing instructions."""
+    return etree.QName(el).localname if isinstance(el.tag, str) else ""
+
+
+def first_child(el: Any, name: str) -> Any:
+    """The first child element of ``el`` named ``name``; None if none (or ``el`` is None)."""
+    if el is None:
+        return None
+    for item in el:
+        if isinstance(item.tag, str) and etree.QName(item).localname == name:
+            return item
+    return None
+
+
+def children_named(el: Any, *names: str) -> list[Any]:
+    """The child elements of ``el`` named any of ``names``, in document order."""
+    return [item for item in el if isinstance(item.tag, str) and etree.QName(item).localname in names]
+
+
+def child_text(el: Any, name: str) -> str | None:
+    """The stripped text of the child ``name`` ("" when it is empty); None if there is none."""
+    found = first_child(el, name)
+    return (found.text or "").strip() if found is not None else None
+
+
+def text_of(el: Any) -> str | None:
+    """All the text inside ``el``, stripped; None when there is none (or ``el`` is None)."""
+    if el is None:
+        return None
+    value = "".join(el.itertext()).strip()
+    return value or None

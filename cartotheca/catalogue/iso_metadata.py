@@ -38,6 +38,7 @@ from cartotheca.db.models import (
     User,
 )
 from cartotheca.errors import InvalidInput
+from cartotheca.xmlsafe import local_name
 
 GMD = "http://www.isotc211.org/2005/gmd"
 GMI = "http://www.isotc211.org/2005/gmi"
@@ -123,17 +124,13 @@ def _first(el: etree._Element, path: str) -> etree._Element | None:
     return found[0] if found else None
 
 
-def _local(el: etree._Element) -> str:
-    return etree.QName(el).localname
-
-
 def _value(el: etree._Element | None) -> str | None:
     """The text an ISO property holds: its gco:CharacterString (or Anchor, Date ...) child,
     or its own text for a bare element."""
     if el is None:
         return None
     for child in el:
-        if isinstance(child.tag, str) and _local(child) in VALUE_ELEMENTS:
+        if isinstance(child.tag, str) and local_name(child) in VALUE_ELEMENTS:
             text = child.text
             break
     else:
@@ -156,10 +153,10 @@ def _code(el: etree._Element | None) -> str | None:
 
 def metadata_root(root: etree._Element) -> etree._Element:
     """The ``MD_Metadata`` element of the document (also inside a CSW GetRecordById answer)."""
-    if _local(root) in ROOT_NAMES and _iso_namespace(root):
+    if local_name(root) in ROOT_NAMES and _iso_namespace(root):
         return root
     for el in root.iter():
-        if isinstance(el.tag, str) and _local(el) in ROOT_NAMES and _iso_namespace(el):
+        if isinstance(el.tag, str) and local_name(el) in ROOT_NAMES and _iso_namespace(el):
             return el
     raise InvalidInput("metadata_file is not an ISO 19115 metadata document (gmd:MD_Metadata)")
 
@@ -247,22 +244,22 @@ def _party(el: etree._Element, default_role: str) -> Party:
     code = _code(_first(el, "role/*"))
     role = ROLES.get(code or "", default_role) if default_role == "poc" else default_role
     emails = [e for e in (_value(x) for x in el.iter() if isinstance(x.tag, str)
-                          and _local(x) == "electronicMailAddress") if e]
+                          and local_name(x) == "electronicMailAddress") if e]
     names = [n for n in (_value(x) for x in el.iter() if isinstance(x.tag, str)
-                         and _local(x) == "individualName") if n]
+                         and local_name(x) == "individualName") if n]
     names += [n for n in (_text(x, "name") for x in el.iter()
-                          if isinstance(x.tag, str) and _local(x) == "CI_Individual") if n]
+                          if isinstance(x.tag, str) and local_name(x) == "CI_Individual") if n]
     return Party(role, emails, names)
 
 
 def _temporal_extent(info: etree._Element) -> tuple[dt.datetime | None, dt.datetime | None] | None:
     for extent in _all(info, "extent/*/temporalElement/*/extent/*"):
-        if _local(extent) == "TimePeriod":
+        if local_name(extent) == "TimePeriod":
             start = timeutil.read_datetime(_text(extent, "beginPosition") or
                                            _text(extent, "begin/*/timePosition"), any_z=True, reduced=True)
             end = timeutil.read_datetime(_text(extent, "endPosition") or
                                          _text(extent, "end/*/timePosition"), any_z=True, reduced=True)
-        elif _local(extent) == "TimeInstant":
+        elif local_name(extent) == "TimeInstant":
             start = end = timeutil.read_datetime(_text(extent, "timePosition"), any_z=True, reduced=True)
         else:
             continue
@@ -276,7 +273,7 @@ def _constraints(info: etree._Element, record: IsoRecord) -> None:
         for other in _all(block, "otherConstraints") + _all(block, "useLimitation"):
             text = _value(other)
             if text:
-                if _local(other) == "otherConstraints":
+                if local_name(other) == "otherConstraints":
                     record.constraints.append(text)
                 record.licence_hints.append(text)
             for child in other:

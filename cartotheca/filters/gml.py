@@ -11,75 +11,63 @@ from typing import Any
 
 import numpy as np
 import shapely
-from lxml import etree
+
+from cartotheca.xmlsafe import children_named, first_child, local_name
 
 GML2_NS = "http://www.opengis.net/gml"  # GML 2 and 3.1.1 share it
 GML32_NS = "http://www.opengis.net/gml/3.2"
 
 
-def _local(element: Any) -> str:
-    return etree.QName(element).localname
-
-
-def _children(element: Any, name: str) -> list[Any]:
-    return [c for c in element if isinstance(c.tag, str) and _local(c) == name]
-
-
-def _first(element: Any, name: str) -> Any:
-    found = _children(element, name)
-    return found[0] if found else None
-
-
 def _read_coords(element: Any) -> np.ndarray:
     """Coordinates of a Point/LineString/LinearRing: pos, posList, coordinates or coord."""
-    pos_list = _first(element, "posList")
+    pos_list = first_child(element, "posList")
     if pos_list is not None:
         dim = int(pos_list.get("srsDimension") or pos_list.get("dimension") or 2)
         values = np.array((pos_list.text or "").split(), dtype=float)
         return values.reshape(-1, dim)[:, :2]
-    positions = _children(element, "pos")
+    positions = children_named(element, "pos")
     if positions:
         return np.array([[float(v) for v in (p.text or "").split()[:2]] for p in positions])
-    coordinates = _first(element, "coordinates")
+    coordinates = first_child(element, "coordinates")
     if coordinates is not None:
         decimal = coordinates.get("decimal", ".")
         cs = coordinates.get("cs", ",")
         ts = coordinates.get("ts", " ")
         tuples = [t for t in re.split("[" + re.escape(ts) + r"\s]+", (coordinates.text or "").strip()) if t]
         return np.array([[float(v.replace(decimal, ".")) for v in t.split(cs)[:2]] for t in tuples])
-    coords = _children(element, "coord")
+    coords = children_named(element, "coord")
     if coords:
-        return np.array([[float(_first(c, "X").text), float(_first(c, "Y").text)] for c in coords])
-    raise ValueError(f"No coordinates in gml:{_local(element)}")
+        return np.array([[float(first_child(c, "X").text), float(first_child(c, "Y").text)] for c in coords])
+    raise ValueError(f"No coordinates in gml:{local_name(element)}")
 
 
 def _ring_coords(boundary: Any) -> np.ndarray:
-    ring = _first(boundary, "LinearRing")
+    ring = first_child(boundary, "LinearRing")
     if ring is None:
         raise ValueError("A polygon boundary needs a gml:LinearRing")
     return _read_coords(ring)
 
 
 def _read(element: Any) -> Any:
-    kind = _local(element)
+    kind = local_name(element)
     if kind == "Point":
         return shapely.points(_read_coords(element)[0])
     if kind in ("LineString", "LinearRing"):
         return shapely.linestrings(_read_coords(element))
     if kind in ("Envelope", "Box"):
-        if kind == "Box" or _first(element, "lowerCorner") is None:
+        if kind == "Box" or first_child(element, "lowerCorner") is None:
             (x0, y0), (x1, y1) = _read_coords(element)[:2]
         else:
-            x0, y0 = (float(v) for v in _first(element, "lowerCorner").text.split()[:2])
-            x1, y1 = (float(v) for v in _first(element, "upperCorner").text.split()[:2])
+            x0, y0 = (float(v) for v in first_child(element, "lowerCorner").text.split()[:2])
+            x1, y1 = (float(v) for v in first_child(element, "upperCorner").text.split()[:2])
         return shapely.box(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
     if kind == "Polygon":
-        outer = _first(element, "exterior")
+        outer = first_child(element, "exterior")
         if outer is None:
-            outer = _first(element, "outerBoundaryIs")
+            outer = first_child(element, "outerBoundaryIs")
         if outer is None:
             raise ValueError("A gml:Polygon needs an exterior boundary")
-        holes = _children(element, "interior") + _children(element, "innerBoundaryIs")
+        holes = children_named(element, "interior") + children_named(element, "innerBoundaryIs")
         return shapely.Polygon(_ring_coords(outer), [_ring_coords(h) for h in holes])
     if kind in ("MultiPoint", "MultiLineString", "MultiCurve", "MultiPolygon", "MultiSurface",
                 "MultiGeometry"):

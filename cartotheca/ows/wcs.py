@@ -34,6 +34,7 @@ from cartotheca.ows import coverage, service_identity
 from cartotheca.ows.coverage import CoverageRequest, Grid, Scaling, Subset
 from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
+from cartotheca.xmlsafe import child_text, first_child, local_name
 
 log = logging.getLogger(__name__)
 
@@ -162,24 +163,8 @@ def _num(value: float) -> str:
     return repr(float(value))
 
 
-def _local(element: Any) -> str:
-    return etree.QName(element).localname if isinstance(element.tag, str) else ""
-
-
 def _texts(root: Any, name: str) -> list[str]:
-    return [(e.text or "").strip() for e in root.iter() if _local(e) == name]
-
-
-def _child(element: Any, name: str) -> Any:
-    for child in element:
-        if _local(child) == name:
-            return child
-    return None
-
-
-def _child_text(element: Any, name: str) -> str | None:
-    child = _child(element, name)
-    return (child.text or "").strip() if child is not None else None
+    return [(e.text or "").strip() for e in root.iter() if local_name(e) == name]
 
 
 def _xml_response(root: etree._Element) -> Response:
@@ -441,13 +426,13 @@ def _kvp_scaling(req: OWSRequest) -> Scaling:
 
 def _xml_coverage_request(root: Any) -> tuple[str | None, str | None, CoverageRequest]:
     request = CoverageRequest()
-    identifier = _child_text(root, "CoverageId")
-    fmt = _child_text(root, "format")
+    identifier = child_text(root, "CoverageId")
+    fmt = child_text(root, "format")
     for element in root:
-        name = _local(element)
+        name = local_name(element)
         if name in ("DimensionTrim", "DimensionSlice"):
             request.subsets.append(_xml_subset(element, name))
-    extension = _child(root, "Extension")
+    extension = first_child(root, "Extension")
     if extension is not None:
         for element in extension.iter():
             _xml_extension(element, request)
@@ -455,15 +440,15 @@ def _xml_coverage_request(root: Any) -> tuple[str | None, str | None, CoverageRe
 
 
 def _xml_subset(element: Any, name: str) -> Subset:
-    axis = _child_text(element, "Dimension") or ""
+    axis = child_text(element, "Dimension") or ""
     if name == "DimensionSlice":
-        return Subset(axis, point=_bound(_child_text(element, "SlicePoint") or "", axis, open_allowed=False))
-    low, high = _child_text(element, "TrimLow"), _child_text(element, "TrimHigh")
+        return Subset(axis, point=_bound(child_text(element, "SlicePoint") or "", axis, open_allowed=False))
+    low, high = child_text(element, "TrimLow"), child_text(element, "TrimHigh")
     return Subset(axis, low=_bound(low, axis) if low else None, high=_bound(high, axis) if high else None)
 
 
 def _xml_extension(element: Any, request: CoverageRequest) -> None:
-    name = _local(element)
+    name = local_name(element)
     text = (element.text or "").strip()
     try:
         if name == "subsettingCrs":
@@ -473,21 +458,21 @@ def _xml_extension(element: Any, request: CoverageRequest) -> None:
         elif name == "globalInterpolation":
             request.interpolation = text
         elif name == "ScaleByFactor":
-            request.scaling.factor = _finite(_child_text(element, "scaleFactor") or "")
+            request.scaling.factor = _finite(child_text(element, "scaleFactor") or "")
         elif name == "ScaleAxis":
-            request.scaling.axis_factors[_child_text(element, "axis") or ""] = _finite(
-                _child_text(element, "scaleFactor") or "")
+            request.scaling.axis_factors[child_text(element, "axis") or ""] = _finite(
+                child_text(element, "scaleFactor") or "")
         elif name == "TargetAxisSize":
-            request.scaling.sizes[_child_text(element, "axis") or ""] = int(
-                _finite(_child_text(element, "targetSize") or ""))
+            request.scaling.sizes[child_text(element, "axis") or ""] = int(
+                _finite(child_text(element, "targetSize") or ""))
         elif name == "TargetAxisExtent":
-            request.scaling.extents[_child_text(element, "axis") or ""] = (
-                int(_finite(_child_text(element, "low") or "")),
-                int(_finite(_child_text(element, "high") or "")))
+            request.scaling.extents[child_text(element, "axis") or ""] = (
+                int(_finite(child_text(element, "low") or "")),
+                int(_finite(child_text(element, "high") or "")))
         elif name == "RangeComponent":
             request.bands = [*(request.bands or []), text]
         elif name == "RangeInterval":
-            start, end = _child_text(element, "startComponent"), _child_text(element, "endComponent")
+            start, end = child_text(element, "startComponent"), child_text(element, "endComponent")
             request.bands = [*(request.bands or []), f"{start}:{end}"]
     except ValueError:
         raise OWSException("InvalidParameterValue", f"{name}: not a number", locator=name) from None

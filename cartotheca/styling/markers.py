@@ -20,7 +20,8 @@ from pathlib import Path
 from lxml import etree
 
 from cartotheca.errors import InvalidInput
-from cartotheca.styling.params import first_child, svg_colour, text_of
+from cartotheca.styling.params import svg_colour
+from cartotheca.xmlsafe import first_child, text_of
 
 MAX_GRAPHIC_BYTES = 1024 * 1024
 MAX_MARKER_FILES = 4096

@@ -1,8 +1,8 @@
-"""cartotheca.styling.params: reading SLD elements and checking the values symbolizers take.
+"""cartotheca.styling.params: reading SLD parameters and checking the values symbolizers take.
 
-Elements are found by local name, so SLD 1.0 (``sld:CssParameter``) and SE 1.1
-(``se:SvgParameter``) read alike; a number that is not finite is the style's error, not a
-drawing failure later.
+Elements are found by local name (``xmlsafe.children_named`` and friends), so SLD 1.0
+(``sld:CssParameter``) and SE 1.1 (``se:SvgParameter``) read alike; a number that is not
+finite is the style's error, not a drawing failure later.
 """
 
 from __future__ import annotations
@@ -14,30 +14,7 @@ from lxml import etree
 
 from cartotheca.errors import InvalidInput
 from cartotheca.filters.mapnik import attribute
-
-
-def local_name(el: etree._Element) -> str:
-    return etree.QName(el).localname if isinstance(el.tag, str) else ""
-
-
-def first_child(el: etree._Element | None, name: str) -> etree._Element | None:
-    if el is None:
-        return None
-    for child in el:
-        if isinstance(child.tag, str) and etree.QName(child).localname == name:
-            return child
-    return None
-
-
-def children_named(el: etree._Element, *names: str) -> list[etree._Element]:
-    return [c for c in el if isinstance(c.tag, str) and etree.QName(c).localname in names]
-
-
-def text_of(el: etree._Element | None) -> str | None:
-    if el is None:
-        return None
-    text = "".join(el.itertext()).strip()
-    return text or None
+from cartotheca.xmlsafe import children_named, first_child, text_of
 
 
 def svg_params(el: etree._Element | None) -> dict[str, str]:

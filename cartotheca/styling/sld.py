@@ -20,8 +20,9 @@ from cartotheca.errors import InvalidFilter, InvalidInput
 from cartotheca.filters.mapnik import expression
 from cartotheca.filters.parse import parse_fes
 from cartotheca.styling import markers, symbolizers
-from cartotheca.styling.params import children_named, first_child, local_name, num, parse_float, text_of
+from cartotheca.styling.params import num, parse_float
 from cartotheca.styling.symbolizers import ColorMapEntry
+from cartotheca.xmlsafe import children_named, first_child, local_name, text_of
 
 
 @dataclass

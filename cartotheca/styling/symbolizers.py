@@ -17,19 +17,16 @@ from cartotheca.filters.mapnik import expression, string_literal
 from cartotheca.filters.parse import parse_fes
 from cartotheca.styling.markers import external_graphic, mark_svg
 from cartotheca.styling.params import (
-    children_named,
-    first_child,
     linecap,
     linejoin,
-    local_name,
     mapnik_element,
     num,
     number_param,
     opacity_param,
     parse_float,
     svg_params,
-    text_of,
 )
+from cartotheca.xmlsafe import children_named, first_child, local_name, text_of
 
 DEFAULT_MARK_SIZE = 6.0  # SE 1.1 §11.3.2
 DEFAULT_GREY = "#808080"

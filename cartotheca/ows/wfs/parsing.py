@@ -13,6 +13,7 @@ from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import split_names, type_names
 from cartotheca.ows.wfs.formats import output_format
+from cartotheca.xmlsafe import local_name
 
 # The largest COUNT/STARTINDEX accepted: past any layer's size, well inside the LIMIT/OFFSET
 # integers of PostgreSQL and SQLite.
@@ -102,26 +103,22 @@ def parse_kvp(req: OWSRequest, version: str) -> GetFeature:
                       output_format(req, version, req.get("OUTPUTFORMAT")))
 
 
-def _local(el: Any) -> str:
-    return el.tag.rsplit("}", 1)[-1] if isinstance(el.tag, str) else ""
-
-
 def parse_xml(req: OWSRequest, version: str) -> GetFeature:
     root = req.xml
     queries = []
     for q in root:
-        if _local(q) != "Query":
+        if local_name(q) != "Query":
             continue
-        props = [(p.text or "").strip() for p in q if _local(p) in ("PropertyName", "ValueReference")
+        props = [(p.text or "").strip() for p in q if local_name(p) in ("PropertyName", "ValueReference")
                  and (p.text or "").strip()]
-        fes = next((c for c in q if _local(c) == "Filter"), None)
+        fes = next((c for c in q if local_name(c) == "Filter"), None)
         sort = []
-        for sort_by in (c for c in q if _local(c) == "SortBy"):
+        for sort_by in (c for c in q if local_name(c) == "SortBy"):
             for prop in sort_by:
-                name = next(((c.text or "").strip() for c in prop if _local(c) in
+                name = next(((c.text or "").strip() for c in prop if local_name(c) in
                              ("PropertyName", "ValueReference")), "")
                 order = next(((c.text or "").strip().upper() for c in prop
-                              if _local(c) == "SortOrder"), "ASC")
+                              if local_name(c) == "SortOrder"), "ASC")
                 sort.append((name, order in ("ASC", "A")))
         for name in split_names(q.get("typeNames") or q.get("typeName") or ""):
             queries.append(Query(name, srs_name=q.get("srsName"), properties=props or None, sort=sort,
