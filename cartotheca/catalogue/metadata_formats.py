@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from cartotheca.catalogue import iso_metadata
+from cartotheca.catalogue import iso_export
 from cartotheca.catalogue.links import resource_links
 from cartotheca.db.models import Resource
 
@@ -19,7 +19,7 @@ XSL_PATH = "showmetadata/xsl/metadata.xsl"
 def iso_with_xsl(resource: Resource, site: str) -> bytes:
     """The ISO record with a stylesheet instruction, so a browser shows it as a page."""
     links = [link for link in resource_links(site, resource) if link.link_type != "metadata"]
-    root = iso_metadata.iso_document(resource, links)
+    root = iso_export.iso_document(resource, links)
     href = f"{site.rstrip('/')}/{XSL_PATH}"
     instruction = etree.ProcessingInstruction("xml-stylesheet", f'type="text/xsl" href="{href}"')
     root.addprevious(instruction)

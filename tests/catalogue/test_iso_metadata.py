@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from cartotheca import xmlsafe
-from cartotheca.catalogue import iso_metadata
+from cartotheca.catalogue import iso_export, iso_metadata
 from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource, Thesaurus, ThesaurusKeyword
 from cartotheca.errors import InvalidInput
@@ -161,7 +161,7 @@ def test_written_document_reads_back_to_the_same_values(db, settings):
     iso_metadata.apply_iso_metadata(db, resource, parse(gmd(resource.uuid)))
     db.commit()
     resource = load(db, resource.id)
-    written = iso_metadata.iso_document(resource)
+    written = iso_export.iso_document(resource)
     record = iso_metadata.read_iso(parse(iso_metadata_bytes(written)))
     assert record.identifier == resource.uuid and record.title == resource.title
     assert (record.date, record.date_type) == (resource.date, resource.date_type)

@@ -19,7 +19,7 @@ from lxml import etree
 from sqlalchemy import ColumnElement, Select, case, func, literal, null, select
 
 from cartotheca import xmlsafe
-from cartotheca.catalogue import iso_metadata
+from cartotheca.catalogue import iso_export
 from cartotheca.catalogue.links import Link, resource_links
 from cartotheca.db.models import Resource
 from cartotheca.db.models.accounts import User
@@ -150,7 +150,7 @@ class CatalogueRecord:
 
     @cached_property
     def xml(self) -> bytes:
-        return etree.tostring(iso_metadata.iso_document(self._resource, self._links), encoding="UTF-8")
+        return etree.tostring(iso_export.iso_document(self._resource, self._links), encoding="UTF-8")
 
     @cached_property
     def links(self) -> str:
@@ -195,4 +195,4 @@ def _contact(user: User, role: str) -> dict[str, str | None]:
     name = " ".join(p for p in (user.first_name, user.last_name) if p) or user.username
     return {"name": xmlsafe.clean(name), "organization": None, "position": None,
             "email": xmlsafe.clean(user.email) or None,
-            "role": iso_metadata.ROLE_CODES.get(role, role)}
+            "role": iso_export.ROLE_CODES.get(role, role)}
