@@ -16,7 +16,7 @@ from cartotheca.api.deps import DbDep, SettingsDep, UserDep, list_context, read_
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.mapclient import resource_record, user_record
-from cartotheca.catalogue import accounts, mapclient
+from cartotheca.catalogue import accounts, mapclient, user_listing
 from cartotheca.catalogue.query import to_bool
 
 BodyDep = Annotated[Any, Depends(read_body)]
@@ -85,7 +85,7 @@ def delete_resource(resource_id: IdPath, db: DbDep, principal: UserDep):
 
 @router.get("/users", summary="Users (administrators see all, others only themselves)")
 def list_users(request: Request, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
-    listing = accounts.list_users(list_context(request, db, principal))
+    listing = user_listing.list_users(list_context(request, db, principal))
     items = [user_record(u, siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "users", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
@@ -100,11 +100,11 @@ def create_user(db: DbDep, principal: UserDep, settings: SettingsDep, body: Body
 
 @router.get("/users/{user_id}", summary="One user (oneself, or anyone for administrators)")
 def get_user(user_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep) -> JSON:
-    return JSON(user_record(accounts.get_user(db, principal, user_id), siteurl.base(settings)))
+    return JSON(user_record(user_listing.get_user(db, principal, user_id), siteurl.base(settings)))
 
 
 def _update_user(user_id: str, db, principal, settings, body) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     accounts.update_user(db, principal, settings, user, body)
     db.commit()
     return JSON(user_record(user, siteurl.base(settings)))
@@ -124,7 +124,7 @@ def patch_user(user_id: IdPath, db: DbDep, principal: UserDep, settings: Setting
 
 @router.delete("/users/{user_id}", status_code=204, summary="Delete a user (the deletion rules apply)")
 def delete_user(user_id: IdPath, db: DbDep, principal: UserDep, settings: SettingsDep):
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     accounts.delete_users(db, principal, settings, [user])
     db.commit()
     return no_content()

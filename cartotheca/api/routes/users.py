@@ -21,7 +21,7 @@ from cartotheca.api.routes.resources import resource_list_response
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.groups import group_record, owner_record
 from cartotheca.api.schemas.users import user_record
-from cartotheca.catalogue import accounts
+from cartotheca.catalogue import accounts, user_listing
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.db.models import Resource
 
@@ -37,7 +37,7 @@ def _one(user, principal, settings) -> JSON:
 
 @router.get("/users", summary="Users (administrators see all, others only themselves)")
 def list_users(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    listing = accounts.list_users(list_context(request, db, principal))
+    listing = user_listing.list_users(list_context(request, db, principal))
     items = [user_record(u, principal, siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "users", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
@@ -62,13 +62,13 @@ def delete_users(db: DbDep, principal: StaffDep, settings: SettingsDep, body: Bo
 
 @router.get("/users/{user_id}", summary="One user")
 def detail(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    return _one(accounts.get_user(db, principal, user_id), principal, settings)
+    return _one(user_listing.get_user(db, principal, user_id), principal, settings)
 
 
 def _write(user_id: str, db, principal, settings, body) -> JSON:
     if isinstance(body, dict) and set(body) == {"user"} and isinstance(body["user"], dict):
         body = body["user"]
-    user = accounts.update_user(db, principal, settings, accounts.get_user(db, principal, user_id), body)
+    user = accounts.update_user(db, principal, settings, user_listing.get_user(db, principal, user_id), body)
     db.commit()
     return _one(user, principal, settings)
 
@@ -87,7 +87,7 @@ def put(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: SettingsD
 
 @router.delete("/users/{user_id}", summary="Delete a user (USER_DELETION_RULES first)")
 def delete(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     accounts.delete_users(db, principal, settings, [user])
     db.commit()
     return JSON("User deleted sucessfully")  # sic: GeoNode's exact body
@@ -95,21 +95,21 @@ def delete(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: Settin
 
 @router.get("/users/{user_id}/groups", summary="Group profiles of a user (bare array)")
 def groups(user_id: UserId, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
-    return JSON([group_record(g, siteurl.base(settings)) for g in accounts.user_groups(db, user)])
+    user = user_listing.get_user(db, principal, user_id)
+    return JSON([group_record(g, siteurl.base(settings)) for g in user_listing.user_groups(db, user)])
 
 
 @router.get("/users/{user_id}/resources", summary="Resources owned by a user")
 def resources(user_id: UserId, request: Request, db: DbDep, principal: PrincipalDep,
               settings: SettingsDep) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     return resource_list_response(request, db, principal, settings,
                                   [Resource.owner_id == user.id])
 
 
 @router.post("/users/{user_id}/transfer_resources", summary="Give a user's resources to another")
 def transfer_resources(user_id: UserId, db: DbDep, principal: UserDep, body: BodyDep) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     accounts.transfer_resources(db, principal, user, body)
     db.commit()
     return JSON("Resources transfered successfully")  # sic: GeoNode's exact body
@@ -118,7 +118,7 @@ def transfer_resources(user_id: UserId, db: DbDep, principal: UserDep, body: Bod
 @router.post("/users/{user_id}/remove_from_group_manager", summary="Stop managing groups")
 def remove_from_group_manager(user_id: UserId, db: DbDep, principal: UserDep,
                               body: BodyDep) -> JSON:
-    user = accounts.get_user(db, principal, user_id)
+    user = user_listing.get_user(db, principal, user_id)
     titles = accounts.remove_from_group_manager(db, principal, user, body)
     db.commit()
     return JSON({"success": f"User removed as a group manager from : {', '.join(titles)}"})
@@ -127,7 +127,7 @@ def remove_from_group_manager(user_id: UserId, db: DbDep, principal: UserDep,
 @router.get("/owners", summary="Users owning at least one resource the requester can see",
             tags=["owners"])
 def owners(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    listing, counts = accounts.list_owners(list_context(request, db, principal))
+    listing, counts = user_listing.list_owners(list_context(request, db, principal))
     items = [owner_record(u, counts.get(u.id, 0), siteurl.base(settings)) for u in listing.rows]
     return JSON(envelope(request, "owners", items, total=listing.total, page=listing.page,
                          page_size=listing.page_size))
@@ -136,6 +136,6 @@ def owners(request: Request, db: DbDep, principal: PrincipalDep, settings: Setti
 @router.get("/owners/{user_id}", summary="One owner", tags=["owners"])
 def owner(user_id: UserId, request: Request, db: DbDep, principal: PrincipalDep,
           settings: SettingsDep) -> JSON:
-    user, count = accounts.get_owner(list_context(request, db, principal), user_id)
+    user, count = user_listing.get_owner(list_context(request, db, principal), user_id)
     # Meta.name is already plural in GeoNode, so the detail key is "owners" too.
     return JSON({"owners": owner_record(user, count, siteurl.base(settings))})
