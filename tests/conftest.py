@@ -25,8 +25,9 @@ from cartotheca.db.base import Base
 from cartotheca.settings import Settings
 from tests.support.services import postgres_database
 
-# Fixtures shared by tests of several folders: brokers, SMTP, server and worker processes.
-pytest_plugins = ["tests.support.fixtures"]
+# Fixtures shared by tests of several folders: brokers, SMTP, server and worker processes, and
+# the monitored app.
+pytest_plugins = ["tests.support.fixtures", "tests.support.monitoring"]
 
 BACKENDS = [b for b in os.environ.get("CARTOTHECA_TEST_BACKENDS", "sqlite,postgresql").split(",") if b]
 ADMIN_PASSWORD = "admin-pass"

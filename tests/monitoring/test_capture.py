@@ -11,7 +11,6 @@ from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 
 from cartotheca.monitoring.capture import CaptureMiddleware, RequestBuffer
-from tests.monitoring.support import monitored  # noqa: F401  (fixture)
 
 
 @dataclass

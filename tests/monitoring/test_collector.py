@@ -26,7 +26,7 @@ from cartotheca.db.models import (
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.monitoring.collector import COLLECTOR_NAME, Collector
 from cartotheca.monitoring.periods import align_end, align_start
-from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
+from tests.support.monitoring import collect
 from tests.support.services import empty_redis_database
 
 

@@ -8,7 +8,7 @@ import json
 from cartotheca.db.base import utcnow
 from cartotheca.monitoring import alerts, notifications
 from cartotheca.monitoring.notifications import steps_between
-from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
+from tests.support.monitoring import collect
 
 
 def make_check(db, settings, thresholds: list, values: dict, **fields):

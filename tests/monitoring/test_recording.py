@@ -10,8 +10,8 @@ from cartotheca.db.models import MetricValue, MonitoredResource, RequestEvent
 from cartotheca.monitoring.recording import ua_family
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
-from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
 from tests.monitoring.test_collector import requests_counted
+from tests.support.monitoring import collect
 
 
 def test_user_agent_families():

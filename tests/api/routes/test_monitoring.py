@@ -17,7 +17,7 @@ from cartotheca.monitoring.periods import align_end, align_start
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import publish_file, write_polygons
-from tests.monitoring.support import collect, monitored  # noqa: F401  (fixture)
+from tests.support.monitoring import collect
 
 API = "/monitoring/api"
 

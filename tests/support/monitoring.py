@@ -1,4 +1,5 @@
-"""Helpers for monitoring tests: a fresh monitored app and running a collection cycle."""
+"""Monitoring under test, for the monitoring and the monitoring API tests: a fresh monitored app
+(a fixture registered by ``tests/conftest.py``) and running a collection cycle."""
 
 from __future__ import annotations
 
