@@ -20,6 +20,7 @@ from cartotheca import xmlsafe
 from cartotheca.catalogue import permission_specs
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.iso_metadata import apply_iso_metadata, read_iso
 from cartotheca.catalogue.resources import set_extent
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
@@ -78,10 +79,6 @@ def validate_sld(text: str) -> str:
 def parse_metadata(text: str):
     """The ISO document, parsed safely and checked to be ISO 19115 before anything starts."""
     root = xmlsafe.parse(text, "xml_file")
-    try:
-        from cartotheca.catalogue.iso_metadata import read_iso
-    except ImportError:
-        return root
     read_iso(root)
     return root
 
@@ -267,10 +264,4 @@ def default_style(item: Plan) -> str:
 
 def _apply_metadata(session: Session, resource: Resource, text: str) -> None:
     root = parse_metadata(text)
-    try:
-        from cartotheca.catalogue.iso_metadata import apply_iso_metadata
-    except ImportError:
-        log.warning("ISO metadata of %s not applied: cartotheca.catalogue.iso_metadata is missing",
-                    resource.uuid)
-        return
     apply_iso_metadata(session, resource, root)

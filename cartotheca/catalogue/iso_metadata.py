@@ -25,6 +25,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 
 from cartotheca import timeutil
+from cartotheca.catalogue.reference import keywords_by_name
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
     Category,
@@ -371,8 +372,6 @@ def _licence(session: Session, hints: Sequence[str]) -> int | None:
 
 
 def _apply_keywords(session: Session, resource: Resource, record: IsoRecord) -> None:
-    from cartotheca.catalogue.reference import keywords_by_name
-
     if not record.keywords:
         return
     free: list[str] = []
