@@ -1,6 +1,6 @@
 """cartotheca.errors: the domain exception family; no HTTP here.
 
-    CartothecaError                 base; carries a message and a GeoNode error code
+    CartothecaError                 base; carries a message, a GeoNode error code and an OGC code
     ├── InvalidInput                400  invalid            (bad body, bad value)
     │   ├── InvalidQuery            400  invalid            (filter{}, sort[], extent, page_size ...)
     │   ├── InvalidFilter           400  invalid            (an OGC filter: FES, CQL, an SLD rule's)
@@ -14,9 +14,14 @@
     ├── Conflict                    409  conflict
     ├── TooManyAttempts             429  throttled          (failed logins; carries retry_after)
     ├── Busy                        503  service_unavailable (no capacity now; carries retry_after)
-    └── LimitExceeded               400  (code given by the raiser)
+    ├── LimitExceeded               400  (code given by the raiser)
+    └── OWSException                     (an OGC service's refusal, OGC code given by the raiser)
 
-``api/errors.py`` maps each class to its status and the wire body in one table.
+``api/errors.py`` maps each class to its status and the wire body in one table. For the OGC
+services each exception also carries what its exception report says: ``ogc_code`` (every
+domain error is an InvalidParameterValue unless its class says otherwise), ``ogc_locator``, and
+``ogc_status`` when the report's HTTP status is not the one OWS Common gives the code;
+``ows/dispatch.py`` turns them into the report of the service and version asked.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from __future__ import annotations
 
 class CartothecaError(Exception):
     code = "error"
+    ogc_code = "InvalidParameterValue"
+    ogc_locator: str | None = None
+    ogc_status: int | None = None
 
     def __init__(self, message: str = "", *, code: str | None = None, extra: list[str] | None = None):
         super().__init__(message)
@@ -49,8 +57,7 @@ class InvalidFilter(InvalidInput):
     """An OGC filter that cannot be read or answered. OGC services report it as
     ``InvalidParameterValue`` located at ``filter``."""
 
-    ogc_code = "InvalidParameterValue"
-    locator = "filter"
+    ogc_locator = "filter"
 
 
 class ParseError(InvalidInput):
@@ -73,6 +80,8 @@ class AuthenticationFailed(CartothecaError):
 
 class PermissionDenied(CartothecaError):
     code = "permission_denied"
+    ogc_code = "OperationProcessingFailed"
+    ogc_status = 403
 
     def __init__(self, message: str = "You do not have permission to perform this action.", **kw):
         super().__init__(message, **kw)
@@ -120,3 +129,18 @@ class Busy(CartothecaError):
     def __init__(self, message: str, retry_after: int = 1, **kw):
         super().__init__(message, **kw)
         self.retry_after = retry_after
+
+
+class OWSException(CartothecaError):
+    """A request an OGC service refuses with the OGC exception ``code`` the standard names.
+
+    ``version`` is the service version whose report format answers, when the raiser knows it
+    better than the request's VERSION; ``status`` overrides the HTTP status of the code."""
+
+    def __init__(self, code: str, message: str, *, locator: str | None = None,
+                 version: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.ogc_code = code
+        self.ogc_locator = locator
+        self.ogc_status = status
+        self.version = version

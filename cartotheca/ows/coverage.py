@@ -47,15 +47,21 @@ OGC_DATA_TYPES = {"uint8": "unsignedByte", "int8": "signedByte", "uint16": "unsi
 
 
 class SubsetError(InvalidInput):
-    """A trim or slice that is malformed or selects nothing (WCS: InvalidSubsetting)."""
+    """A trim or slice that is malformed or selects nothing."""
+
+    ogc_code, ogc_locator = "InvalidSubsetting", "subset"
 
 
 class AxisLabelError(InvalidInput):
-    """An axis name the coverage does not have (WCS: InvalidAxisLabel)."""
+    """An axis name the coverage does not have."""
+
+    ogc_code, ogc_locator = "InvalidAxisLabel", "subset"
 
 
 class CRSError(InvalidInput):
-    """A CRS that is not an EPSG code (WCS CRS extension: SubsettingCrs/OutputCrs-NotSupported)."""
+    """A CRS that is not an EPSG code."""
+
+    ogc_locator = "crs"
 
 
 # -- CRS ---------------------------------------------------------------------------------------

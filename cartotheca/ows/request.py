@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue.auth import Principal
+from cartotheca.errors import OWSException
 from cartotheca.settings import Settings
 
 
@@ -30,8 +31,6 @@ class OWSRequest:
         return default if value is None or value == "" else value
 
     def require(self, name: str, version: str | None = None) -> str:
-        from cartotheca.ows.exceptions import OWSException
-
         value = self.get(name)
         if value is None:
             raise OWSException("MissingParameterValue", f"Parameter {name.upper()} is required",

@@ -9,7 +9,6 @@ OUTPUTCRS), scaling, range subsetting and interpolation.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 import re
@@ -23,20 +22,14 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
 from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import (
-    AuthenticationFailed,
-    CartothecaError,
-    NotAuthenticated,
     NotFound,
-    PermissionDenied,
+    OWSException,
 )
 from cartotheca.geodata.storage.stores import raster_store
 from cartotheca.ows import coverage, service_identity
 from cartotheca.ows.coverage import CoverageRequest, Grid, Scaling, Subset
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.xmlsafe import child_text, first_child, local_name
-
-log = logging.getLogger(__name__)
 
 VERSION = "2.0.1"
 ACCEPTED_VERSIONS = ("2.0.1", "2.0.0")
@@ -73,34 +66,18 @@ DATA_TYPE_URI = "http://www.opengis.net/def/dataType/OGC/0/"
 
 def handle(req: OWSRequest) -> Response:
     operation = req.operation.lower()
-    try:
-        if not operation:
-            raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
-        if operation == "getcapabilities":
-            _check_accept_versions(req)
-            return get_capabilities(req)
-        _check_version(req)
-        if operation == "describecoverage":
-            return describe_coverage(req)
-        if operation == "getcoverage":
-            return get_coverage(req)
-        raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WCS",
-                           locator="request")
-    except OWSException:
-        raise
-    except (NotAuthenticated, AuthenticationFailed, PermissionDenied):
-        raise
-    except coverage.AxisLabelError as exc:
-        raise OWSException("InvalidAxisLabel", exc.message, locator="subset") from None
-    except coverage.SubsetError as exc:
-        raise OWSException("InvalidSubsetting", exc.message, locator="subset") from None
-    except coverage.CRSError as exc:
-        raise OWSException("InvalidParameterValue", exc.message, locator="crs") from None
-    except CartothecaError as exc:
-        raise OWSException("InvalidParameterValue", exc.message) from None
-    except Exception:
-        log.exception("WCS %s failed", req.operation)
-        raise OWSException("NoApplicableCode", "The coverage service could not process the request") from None
+    if not operation:
+        raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
+    if operation == "getcapabilities":
+        _check_accept_versions(req)
+        return get_capabilities(req)
+    _check_version(req)
+    if operation == "describecoverage":
+        return describe_coverage(req)
+    if operation == "getcoverage":
+        return get_coverage(req)
+    raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WCS",
+                       locator="request")
 
 
 def _check_version(req: OWSRequest) -> None:

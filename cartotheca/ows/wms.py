@@ -8,7 +8,6 @@ resolve each layer through ``catalogue.datasets.get_dataset`` (view permission) 
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,20 +19,14 @@ from cartotheca import timeutil
 from cartotheca.catalogue.datasets import get_dataset_to_draw, visible_datasets
 from cartotheca.db.models import DatasetAttribute
 from cartotheca.errors import (
-    AuthenticationFailed,
-    CartothecaError,
     InvalidInput,
-    NotAuthenticated,
     NotFound,
-    PermissionDenied,
+    OWSException,
 )
 from cartotheca.ows import capabilities, featureinfo, legend, render
 from cartotheca.ows.crs import CRSInfo, parse_crs
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.styling import sld as sldlib
-
-log = logging.getLogger(__name__)
 
 # FORMAT values (lower case, spaces removed) → the media type answered with
 FORMAT_ALIASES = {"png": "image/png", "png32": "image/png", "png8": render.PNG8, "image/png8": render.PNG8,
@@ -46,30 +39,18 @@ MAX_FEATURE_COUNT = 1000
 def handle(req: OWSRequest) -> Response:
     version = negotiate_version(req)
     operation = req.operation.lower()
-    try:
-        if not operation:
-            raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
-        if operation == "getcapabilities":
-            return get_capabilities(req, version)
-        if operation == "getmap":
-            return get_map(req, version)
-        if operation == "getfeatureinfo":
-            return get_feature_info(req, version)
-        if operation == "getlegendgraphic":
-            return get_legend_graphic(req, version)
-        raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WMS",
-                           locator="request")
-    except OWSException as exc:
-        exc.version = exc.version or version
-        raise
-    except (NotAuthenticated, AuthenticationFailed, PermissionDenied):
-        raise
-    except CartothecaError as exc:
-        raise OWSException("InvalidParameterValue", exc.message, version=version) from None
-    except Exception:
-        log.exception("WMS %s failed", req.operation)
-        raise OWSException("NoApplicableCode", "The map server could not process the request",
-                           version=version) from None
+    if not operation:
+        raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
+    if operation == "getcapabilities":
+        return get_capabilities(req, version)
+    if operation == "getmap":
+        return get_map(req, version)
+    if operation == "getfeatureinfo":
+        return get_feature_info(req, version)
+    if operation == "getlegendgraphic":
+        return get_legend_graphic(req, version)
+    raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WMS",
+                       locator="request")
 
 
 def negotiate_version(req: OWSRequest) -> str:

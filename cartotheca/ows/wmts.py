@@ -8,7 +8,6 @@ that prefer REST fetch the very same tiles.
 
 from __future__ import annotations
 
-import logging
 import math
 import urllib.parse
 from functools import lru_cache
@@ -22,17 +21,12 @@ from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue.datasets import get_dataset, visible_datasets
 from cartotheca.catalogue.service_metadata import service_metadata
 from cartotheca.errors import (
-    AuthenticationFailed,
     CartothecaError,
-    NotAuthenticated,
     NotFound,
-    PermissionDenied,
+    OWSException,
 )
 from cartotheca.ows import service_identity, tiles
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
-
-log = logging.getLogger(__name__)
 
 WMTS_NS = "http://www.opengis.net/wmts/1.0"
 OWS_NS = "http://www.opengis.net/ows/1.1"
@@ -51,25 +45,15 @@ _TO_MERCATOR = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=T
 
 def handle(req: OWSRequest) -> Response:
     operation = req.operation.lower()
-    try:
-        if not operation:
-            raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
-        if operation == "getcapabilities":
-            return get_capabilities(req)
-        _check_version(req)
-        if operation == "gettile":
-            return get_tile(req)
-        raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WMTS",
-                           locator="request")
-    except OWSException:
-        raise
-    except (NotAuthenticated, AuthenticationFailed, PermissionDenied):
-        raise
-    except CartothecaError as exc:
-        raise OWSException("InvalidParameterValue", exc.message) from None
-    except Exception:
-        log.exception("WMTS %s failed", req.operation)
-        raise OWSException("NoApplicableCode", "The tile service could not process the request") from None
+    if not operation:
+        raise OWSException("MissingParameterValue", "Parameter REQUEST is required", locator="request")
+    if operation == "getcapabilities":
+        return get_capabilities(req)
+    _check_version(req)
+    if operation == "gettile":
+        return get_tile(req)
+    raise OWSException("OperationNotSupported", f"Request {req.operation} is not supported by this WMTS",
+                       locator="request")
 
 
 def _check_version(req: OWSRequest) -> None:

@@ -185,7 +185,7 @@ def test_values_are_bound_not_pasted(db, settings, points):
 def test_invalid_filters_are_invalid_parameter_values(db, settings, points, text):
     with pytest.raises(InvalidFilter) as caught:
         cql(db, settings, points, text)
-    assert caught.value.ogc_code == "InvalidParameterValue" and caught.value.locator == "filter"
+    assert caught.value.ogc_code == "InvalidParameterValue" and caught.value.ogc_locator == "filter"
 
 
 def test_like_patterns():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from cartotheca.ows.exceptions import OWSException
+from cartotheca.errors import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.capabilities import capabilities_document
 from cartotheca.ows.wfs.describe import describe_feature_type, schema_media_type

@@ -18,9 +18,8 @@ from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.datasets import get_dataset, split_alternate, visible_datasets
 from cartotheca.db.models import DatasetAttribute, Keyword
 from cartotheca.db.models.resources import resource_keywords
-from cartotheca.errors import NotFound
+from cartotheca.errors import NotFound, OWSException
 from cartotheca.geodata.storage import FieldInfo
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 
 GENERIC_NAMESPACE = "http://www.geonode.org/"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from cartotheca.errors import OWSException
 from cartotheca.ows import gml
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 
 FORMATS = {

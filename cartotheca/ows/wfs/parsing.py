@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cartotheca import xmlsafe
-from cartotheca.errors import CartothecaError
+from cartotheca.errors import CartothecaError, OWSException
 from cartotheca.filters.parse import id_type_names
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import split_names, type_names
 from cartotheca.ows.wfs.formats import output_format

@@ -11,14 +11,13 @@ import shapely
 from pygeofilter import ast
 from pyproj import CRS
 
-from cartotheca.errors import InvalidFilter
+from cartotheca.errors import OWSException
 from cartotheca.filters.parse import GeometryLiteral, parse_cql, parse_fes, parse_fids
 from cartotheca.filters.sql import FilterLayer, Selection, compile_filter
 from cartotheca.geodata.storage import FeatureQuery, FieldInfo, stored_layer
 from cartotheca.geodata.storage.stores import vector_store
 from cartotheca.ows import gml
 from cartotheca.ows.crs import Srs, SrsError, parse_srs
-from cartotheca.ows.exceptions import OWSException
 from cartotheca.ows.request import OWSRequest
 from cartotheca.ows.wfs.feature_types import FeatureTypeInfo, resolve
 from cartotheca.ows.wfs.parsing import GetFeature, Query
@@ -85,15 +84,12 @@ def _selection(plan_query: Query, info: FeatureTypeInfo, store: Any, stored: Any
     selection = Selection()
     if plan_query.ids is not None:
         selection = selection.and_(Selection(fids=parse_fids(plan_query.ids, info.name)))
-    try:
-        if plan_query.bbox:
-            selection = selection.and_(_bbox_selection(plan_query.bbox, info, layer, version))
-        if plan_query.fes is not None:
-            selection = selection.and_(compile_filter(parse_fes(plan_query.fes), layer))
-        if plan_query.cql:
-            selection = selection.and_(compile_filter(parse_cql(plan_query.cql), layer))
-    except InvalidFilter as exc:
-        raise OWSException(exc.ogc_code, exc.message, locator=exc.locator) from None
+    if plan_query.bbox:
+        selection = selection.and_(_bbox_selection(plan_query.bbox, info, layer, version))
+    if plan_query.fes is not None:
+        selection = selection.and_(compile_filter(parse_fes(plan_query.fes), layer))
+    if plan_query.cql:
+        selection = selection.and_(compile_filter(parse_cql(plan_query.cql), layer))
     return selection
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cartotheca.ows.exceptions import OWSException
+from cartotheca.errors import OWSException
 from cartotheca.ows.request import OWSRequest
 
 VERSIONS = ("2.0.0", "1.1.0", "1.0.0")
