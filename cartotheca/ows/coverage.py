@@ -1,19 +1,14 @@
-"""cartotheca.ows.coverage: the grid of a stored COG, and cutting GeoTIFFs out of it (WCS).
+"""cartotheca.ows.coverage: the grid of a stored COG, and the output grid a WCS request asks of it.
 
 A request is resolved to an output grid (CRS, transform, size) in three steps: the subset
 (trims and slices, in the subsetting CRS or in grid coordinates) becomes a pixel window of the
 working grid (the native grid, or GDAL's suggested grid in the output CRS), scaling resizes
-that window, and the pixels are read. An unscaled subset in the native CRS is read straight
-from the COG, so its pixels are exactly the source's; everything else goes through a
-``WarpedVRT`` onto the output grid. Output is written in strips to a temporary GeoTIFF, so
-memory stays bounded whatever the size.
+that window, and ``coverage_geotiff`` reads the pixels.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -23,8 +18,6 @@ import pyproj
 import rasterio
 from affine import Affine
 from rasterio.crs import CRS
-from rasterio.enums import Resampling
-from rasterio.vrt import WarpedVRT
 from rasterio.warp import calculate_default_transform, transform_bounds
 from rasterio.windows import Window
 
@@ -35,7 +28,6 @@ EPSG_URI = "http://www.opengis.net/def/crs/EPSG/0/"
 X_ALIASES = {"x", "e", "east", "easting", "lon", "long", "longitude"}
 Y_ALIASES = {"y", "n", "north", "northing", "lat", "latitude"}
 GRID_AXES = {"i": 0, "j": 1}  # i: columns, j: rows
-STRIP_ROWS = 1024
 EPSILON = 1e-6  # pixel fractions this close to a pixel edge are on it (float noise)
 RESAMPLING = {"nearest": "nearest", "nearest-neighbor": "nearest", "nearest-neighbour": "nearest",
               "linear": "bilinear", "bilinear": "bilinear", "cubic": "cubic", "bicubic": "cubic",
@@ -437,65 +429,6 @@ def _scale_dim(axis: str) -> int:
     if name in ("j", *Y_ALIASES):
         return 1
     raise AxisLabelError(f"Axis {axis!r} cannot be scaled (use i or j)")
-
-
-# -- writing ---------------------------------------------------------------------------------
-
-def write_geotiff(path: str, grid: Grid, out: OutputGrid) -> str:
-    """Cut ``out`` from the COG at ``path`` into a temporary GeoTIFF; returns its path (the
-    caller deletes it)."""
-    fd, target = tempfile.mkstemp(suffix=".tif", prefix="coverage-")
-    os.close(fd)
-    try:
-        with rasterio.open(path) as src:
-            source = src if out.window is not None else WarpedVRT(
-                src, crs=out.crs.rasterio, transform=out.transform, width=out.width, height=out.height,
-                resampling=Resampling[out.resampling])
-            with source, rasterio.open(target, "w", **_profile(grid, out)) as dst:
-                for row in range(0, out.height, STRIP_ROWS):
-                    rows = min(STRIP_ROWS, out.height - row)
-                    if out.window is not None:
-                        read = Window(out.window.col_off, out.window.row_off + row, out.width, rows)
-                    else:
-                        read = Window(0, row, out.width, rows)
-                    dst.write(source.read(out.indexes, window=read), window=Window(0, row, out.width, rows))
-                _describe(src, dst, grid, out)
-    except BaseException:
-        os.unlink(target)
-        raise
-    return target
-
-
-def _profile(grid: Grid, out: OutputGrid) -> dict[str, Any]:
-    profile: dict[str, Any] = {
-        "driver": "GTiff", "width": out.width, "height": out.height, "count": len(out.indexes),
-        "dtype": grid.dtypes[out.indexes[0] - 1], "crs": out.crs.rasterio, "transform": out.transform,
-        "compress": "deflate", "BIGTIFF": "IF_SAFER",
-    }
-    if grid.nodata is not None:
-        profile["nodata"] = grid.nodata
-    if out.width >= 512 and out.height >= 512:
-        profile.update(tiled=True, blockxsize=256, blockysize=256)
-    if np.dtype(profile["dtype"]).kind == "f":
-        profile["predictor"] = 3
-    elif np.dtype(profile["dtype"]).itemsize > 1:
-        profile["predictor"] = 2
-    return profile
-
-
-def _describe(src: Any, dst: Any, grid: Grid, out: OutputGrid) -> None:
-    """Band names, colour interpretation and palette travel with the pixels."""
-    for position, index in enumerate(out.indexes, start=1):
-        dst.set_band_description(position, grid.band_names[index - 1])
-    try:
-        dst.colorinterp = [src.colorinterp[i - 1] for i in out.indexes]
-    except Exception:  # GTiff refuses some combinations (e.g. palette on RGB); keep its defaults
-        pass
-    if len(out.indexes) == 1:
-        try:
-            dst.write_colormap(1, src.colormap(out.indexes[0]))
-        except ValueError:
-            pass
 
 
 def data_range(dtype: str) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from cartotheca.errors import (
     OWSException,
 )
 from cartotheca.geodata.storage.stores import raster_store
-from cartotheca.ows import coverage, service_identity
+from cartotheca.ows import coverage, coverage_geotiff, service_identity
 from cartotheca.ows.coverage import CoverageRequest, Grid, Scaling, Subset
 from cartotheca.ows.request import OWSRequest
 from cartotheca.xmlsafe import child_text, first_child, local_name
@@ -293,7 +293,7 @@ def get_coverage(req: OWSRequest) -> Response:
     _resource, dataset = _find(req, identifier, perms.DOWNLOAD)
     path, grid = _grid(req, dataset)
     out = coverage.plan(grid, request, req.settings.WCS_MAX_PIXELS)
-    return _stream_file(coverage.write_geotiff(path, grid, out), f"{coverage_id(dataset)}.tif")
+    return _stream_file(coverage_geotiff.write_geotiff(path, grid, out), f"{coverage_id(dataset)}.tif")
 
 
 def _stream_file(target: str, filename: str) -> Response:
