@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import reference
 from cartotheca.catalogue.accounts import create_user, internal_group_ids
-from cartotheca.catalogue.resources import set_extent
+from cartotheca.catalogue.resource_writer import set_extent
 from cartotheca.db.models import (
     Category,
     ContactRole,

@@ -17,11 +17,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca import xmlsafe
-from cartotheca.catalogue import permission_specs
-from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue import permission_specs, resource_lifecycle
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.iso_metadata import apply_iso_metadata, read_iso
-from cartotheca.catalogue.resources import set_extent
+from cartotheca.catalogue.resource_writer import set_extent
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
 from cartotheca.errors import InvalidInput
@@ -97,8 +96,8 @@ def record(session: Session, settings: Settings, principal: Principal, item: Pla
         if options.title:
             resource.title = item.title
     else:
-        resource = catalogue.create_resource(session, principal, settings, {"title": item.title},
-                                             resource_type="dataset", uuid=item.resource_uuid)
+        resource = resource_lifecycle.create_resource(session, principal, settings, {"title": item.title},
+                                                      resource_type="dataset", uuid=item.resource_uuid)
         dataset = Dataset(resource_id=resource.id, workspace=settings.DEFAULT_WORKSPACE,
                           name=item.name, store=item.name)
         session.add(dataset)

@@ -18,7 +18,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session, selectinload
 
 from cartotheca import siteurl
-from cartotheca.catalogue import maps
+from cartotheca.catalogue import maps, resource_lifecycle
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -218,7 +218,7 @@ def patch_dataset(session: Session, principal: Principal, settings: Settings, re
             if dataset is None:
                 raise InvalidInput(f"{key}: this dataset has no attributes")
             changes += attribute_changes(dataset, own[key], key)
-    catalogue.patch_resource(session, principal, settings, resource, rest, dict(current) or None)
+    resource_lifecycle.patch_resource(session, principal, settings, resource, rest, dict(current) or None)
     if template is not ... and dataset is not None:
         dataset.featureinfo_custom_template = template
     for attribute, values in changes:

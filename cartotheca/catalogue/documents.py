@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from cartotheca import net
 from cartotheca.catalogue import document_content as content
-from cartotheca.catalogue import events, thumbnails, upload_limits
+from cartotheca.catalogue import events, resource_lifecycle, resource_writer, thumbnails, upload_limits
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -112,11 +112,12 @@ def create_document(session: Session, principal: Principal, settings: Settings,
         values["abstract"] = new.abstract
     if new.metadata_only is not None:
         values["metadata_only"] = new.metadata_only
-    resource = catalogue.create_resource(session, principal, settings, values, resource_type="document")
+    resource = resource_lifecycle.create_resource(session, principal, settings, values,
+                                                  resource_type="document")
     resource.subtype = content.subtype_of(extension)
     resource.name = resource.title
     resource.sourcetype = "REMOTE" if new.doc_url else "LOCAL"
-    catalogue.set_extent(resource, WORLD, "EPSG:4326", WORLD)
+    resource_writer.set_extent(resource, WORLD, "EPSG:4326", WORLD)
     document = Document(resource_id=resource.id, extension=extension,
                         mime_type=content.mime_type_of(extension), doc_url=new.doc_url)
     if new.file is not None:
@@ -283,8 +284,8 @@ def patch_document(session: Session, principal: Principal, settings: Settings, r
                 continue
             raise InvalidInput(f"{key}: this field is read-only and cannot be changed")
         rest[key] = value
-    catalogue.patch_resource(session, principal, settings, resource, rest,
-                             dict(current) if current is not None else None)
+    resource_lifecycle.patch_resource(session, principal, settings, resource, rest,
+                                      dict(current) if current is not None else None)
 
 
 def forget_files(session: Session, resource_ids: Sequence[int]) -> None:

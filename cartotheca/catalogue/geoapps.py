@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue import resource_lifecycle, resource_writer
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import Resource
 from cartotheca.errors import InvalidInput
@@ -74,11 +74,11 @@ def create_geoapp(session: Session, principal: Principal, settings: Settings,
     body.setdefault("title", name)
     blob = next((validate_data(settings, data[k], k) for k in DATA_KEYS if data.get(k) is not None), None)
     _check_unique_name(session, name)
-    resource = catalogue.create_resource(session, principal, settings, body, resource_type=kind)
+    resource = resource_lifecycle.create_resource(session, principal, settings, body, resource_type=kind)
     resource.name = name
     resource.blob = blob
     if resource.ll_minx is None:
-        catalogue.set_extent(resource, WORLD, "EPSG:4326", WORLD)
+        resource_writer.set_extent(resource, WORLD, "EPSG:4326", WORLD)
     session.flush()
     return resource
 
@@ -96,8 +96,8 @@ def patch_geoapp(session: Session, principal: Principal, settings: Settings, res
     if "name" in body and (current is None or body["name"] != current.get("name")):
         name = _name(body["name"])
         _check_unique_name(session, name, exclude=resource.id)
-    catalogue.patch_resource(session, principal, settings, resource, rest,
-                             dict(current) if current is not None else None)
+    resource_lifecycle.patch_resource(session, principal, settings, resource, rest,
+                                      dict(current) if current is not None else None)
     if blob is not None:
         resource.blob = blob
     if name is not None:

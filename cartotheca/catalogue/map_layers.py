@@ -23,9 +23,8 @@ import orjson
 from sqlalchemy import ColumnElement, Select, or_, select
 from sqlalchemy.orm import Session, selectinload
 
-from cartotheca.catalogue import linked_resources
+from cartotheca.catalogue import linked_resources, resource_writer
 from cartotheca.catalogue import permissions as perms
-from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, MapLayer, Resource
@@ -290,7 +289,7 @@ def update_extent(session: Session, resource: Resource, dataset_ids: Sequence[in
         lonlat = WORLD
     x0, y0 = to_mercator(lonlat[0], lonlat[1])
     x1, y1 = to_mercator(lonlat[2], lonlat[3])
-    catalogue.set_extent(resource, (x0, y0, x1, y1), WEB_MERCATOR, lonlat)
+    resource_writer.set_extent(resource, (x0, y0, x1, y1), WEB_MERCATOR, lonlat)
 
 
 def to_mercator(lon: float, lat: float) -> tuple[float, float]:

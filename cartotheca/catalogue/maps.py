@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from cartotheca.catalogue import geoapps, linked_resources, query
+from cartotheca.catalogue import geoapps, linked_resources, query, resource_lifecycle
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -154,7 +154,7 @@ def create_map(session: Session, principal: Principal, settings: Settings,
     # Every layer is checked before the map row exists: a bad layer leaves no map behind.
     items = own.get("maplayers", [])
     plans, _ = plan_layers(session, principal, settings, None, items)
-    resource = catalogue.create_resource(session, principal, settings, rest, resource_type="map")
+    resource = resource_lifecycle.create_resource(session, principal, settings, rest, resource_type="map")
     resource.blob = blob if blob is not None else {}
     session.add(Map(resource_id=resource.id, urlsuffix=suffixes.get("urlsuffix", ""),
                     featuredurl=suffixes.get("featuredurl", "")))
@@ -177,7 +177,8 @@ def patch_map(session: Session, principal: Principal, settings: Settings, resour
         layer_change = plan_layers(session, principal, settings, resource, own["maplayers"])
     if blob is not None or suffixes:
         catalogue.require(session, principal, resource, perms.CHANGE)
-    catalogue.patch_resource(session, principal, settings, resource, rest, dict(current or {}) or None)
+    resource_lifecycle.patch_resource(session, principal, settings, resource, rest,
+                                      dict(current or {}) or None)
     if layer_change is not None:
         plans, hidden = layer_change
         apply_layers(session, resource, plans, hidden)

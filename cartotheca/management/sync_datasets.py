@@ -18,7 +18,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import selectinload
 
 from cartotheca.catalogue.dataset_records import lonlat_bounds
-from cartotheca.catalogue.resources import set_extent
+from cartotheca.catalogue.resource_writer import set_extent
 from cartotheca.catalogue.thumbnails import write_thumbnail
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, Resource

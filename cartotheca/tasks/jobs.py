@@ -8,8 +8,15 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca import siteurl
-from cartotheca.catalogue import events, permission_specs, publishing, resource_files, thumbnails, uploads
-from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue import (
+    events,
+    permission_specs,
+    publishing,
+    resource_files,
+    resource_lifecycle,
+    thumbnails,
+    uploads,
+)
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
 from cartotheca.catalogue.harvesting import runs as harvesting
@@ -84,8 +91,8 @@ def delete(ctx: JobContext) -> dict[str, Any]:
     resource = _resource(ctx)
     uuid = resource.uuid
     ctx.step("delete resource")
-    deleted = catalogue.delete_resources(ctx.session, _principal(ctx), ctx.settings, [resource],
-                                         kinds=_kinds(ctx))
+    deleted = resource_lifecycle.delete_resources(ctx.session, _principal(ctx), ctx.settings, [resource],
+                                                  kinds=_kinds(ctx))
     return {"output": {"uuid": uuid, "deleted": deleted}}
 
 
@@ -97,7 +104,7 @@ def update(ctx: JobContext) -> dict[str, Any]:
     for key in ("keywords", "regions"):
         if ctx.params.get(key) is not None:
             values[key] = ctx.params[key]
-    catalogue.patch_resource(ctx.session, principal, ctx.settings, resource, values)
+    resource_lifecycle.patch_resource(ctx.session, principal, ctx.settings, resource, values)
     return _summary(ctx, resource)
 
 
@@ -105,9 +112,10 @@ def copy(ctx: JobContext) -> dict[str, Any]:
     source = _resource(ctx)
     principal = _principal(ctx)
     ctx.step("copy resource")
-    clone = catalogue.copy_resource(ctx.session, principal, ctx.settings, source,
-                                    ctx.params.get("defaults") or {}, kinds=_kinds(ctx),
-                                    key=ctx.execution.exec_id.replace("-", ""), on_stored=ctx.on_failure)
+    clone = resource_lifecycle.copy_resource(ctx.session, principal, ctx.settings, source,
+                                             ctx.params.get("defaults") or {}, kinds=_kinds(ctx),
+                                             key=ctx.execution.exec_id.replace("-", ""),
+                                             on_stored=ctx.on_failure)
     return _summary(ctx, clone)
 
 
@@ -116,9 +124,9 @@ def create(ctx: JobContext) -> dict[str, Any]:
     ctx.step("create resource")
     defaults = dict(ctx.params.get("defaults") or {})
     defaults.pop("owner", None)  # the owner is the requester
-    resource = catalogue.create_resource(ctx.session, principal, ctx.settings, defaults,
-                                         resource_type=ctx.params["resource_type"],
-                                         uuid=ctx.params.get("uuid"))
+    resource = resource_lifecycle.create_resource(ctx.session, principal, ctx.settings, defaults,
+                                                  resource_type=ctx.params["resource_type"],
+                                                  uuid=ctx.params.get("uuid"))
     ctx.execution.resource_id = resource.id
     return _summary(ctx, resource)
 

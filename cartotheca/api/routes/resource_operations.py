@@ -17,7 +17,7 @@ from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_s
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.executions import start_object
 from cartotheca.api.schemas.permission_specs import compact_body
-from cartotheca.catalogue import events, permission_specs
+from cartotheca.catalogue import events, permission_specs, resource_lifecycle
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.resources import RESOURCE_TYPES
@@ -149,8 +149,8 @@ def copy_resource(request: Request, resource_id: IdPath, db: DbDep, principal: P
         raise InvalidInput("defaults: expected a JSON object")
     # The trial run checks the input; the data is copied by the execution only.
     kinds = app_state(request).kinds
-    _validate(db, lambda: catalogue.copy_resource(db, principal, settings, resource, defaults,
-                                                  kinds=kinds, copy_data=False))
+    _validate(db, lambda: resource_lifecycle.copy_resource(db, principal, settings, resource, defaults,
+                                                           kinds=kinds, copy_data=False))
     return _start(request, db, principal, func_name="copy", action="copy",
                   params={"uuid": resource.uuid, "resource_id": resource.id,
                           "defaults": dict(defaults)}, resource=resource)
@@ -169,7 +169,7 @@ def update_resource(request: Request, resource_id: IdPath, db: DbDep, principal:
     values = dict(vals)
     if keywords is not None:
         values["keywords"] = keywords
-    _validate(db, lambda: catalogue.patch_resource(db, principal, settings, resource, values))
+    _validate(db, lambda: resource_lifecycle.patch_resource(db, principal, settings, resource, values))
     return _start(request, db, principal, func_name="update", action="update",
                   params={"uuid": resource.uuid, "resource_id": resource.id, "vals": dict(vals),
                           "keywords": keywords, "notify": bool(body.get("notify", False))},
@@ -186,8 +186,8 @@ def _create_like(request, resource_type, db, principal, settings, body, func_nam
         raise InvalidInput("defaults: expected a JSON object")
     uuid = body.get("uuid")
     clean = {k: v for k, v in defaults.items() if k != "owner"}
-    _validate(db, lambda: catalogue.create_resource(db, principal, settings, clean,
-                                                    resource_type=resource_type, uuid=uuid))
+    _validate(db, lambda: resource_lifecycle.create_resource(db, principal, settings, clean,
+                                                             resource_type=resource_type, uuid=uuid))
     return _start(request, db, principal, func_name=func_name, action=func_name,
                   params={"uuid": uuid, "resource_type": resource_type, "defaults": dict(defaults)},
                   name=str(defaults.get("title") or resource_type))

@@ -28,6 +28,7 @@ from cartotheca.api.deps import (
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.resources import RecordContext, records, select_fields
+from cartotheca.catalogue import resource_lifecycle
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.query import FieldMap, Listing, resource_list
 from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS
@@ -95,7 +96,7 @@ class ResourceRoutes:
     def apply_patch(self, db, principal, settings, row: Resource, body: Any,
                     current: dict[str, Any] | None = None) -> None:
         """Validate and apply a client's field object to one record of this collection."""
-        catalogue.patch_resource(db, principal, settings, row, body, current)
+        resource_lifecycle.patch_resource(db, principal, settings, row, body, current)
 
     def after_commit(self, db, settings) -> None:
         """Work a typed collection does once a patch is committed (maps redraw thumbnails)."""
@@ -169,8 +170,8 @@ class ResourceRoutes:
                        body: BodyDep) -> JSON:
                 items, many = bulk_items(body, self.singular, self.plural)
                 kind = self.types[0] if self.types and len(self.types) == 1 else None
-                created = [catalogue.create_resource(db, principal, settings, item,
-                                                     resource_type=kind) for item in items]
+                created = [resource_lifecycle.create_resource(db, principal, settings, item,
+                                                              resource_type=kind) for item in items]
                 db.commit()
                 listing = resource_list.decorate(db, principal, Listing(
                     catalogue.load_many(db, [r.id for r in created]), len(created), 1, None))
@@ -209,7 +210,7 @@ class ResourceRoutes:
                 rows = catalogue.load_many(db, ids, self.types)
                 for row in rows:
                     catalogue.ensure_visible(db, principal, settings, row)
-                catalogue.delete_resources(db, principal, settings, rows, kinds=kinds)
+                resource_lifecycle.delete_resources(db, principal, settings, rows, kinds=kinds)
                 db.commit()
                 return no_content()
 
@@ -233,7 +234,7 @@ class ResourceRoutes:
         updated = 0
         for start in range(0, len(ids), 500):
             for row in catalogue.load_many(db, ids[start:start + 500]):
-                catalogue.patch_resource(db, principal, settings, row, body)
+                resource_lifecycle.patch_resource(db, principal, settings, row, body)
                 updated += 1
         db.commit()
         return JSON({"meta": {"updated": updated}})
@@ -282,7 +283,7 @@ class ResourceRoutes:
             def delete(resource_id: IdPath, db: DbDep, principal: UserDep,
                        settings: SettingsDep, kinds: KindsDep):
                 resource = catalogue.load_for_write(db, principal, settings, resource_id, self.types)
-                catalogue.delete_resources(db, principal, settings, [resource], kinds=kinds)
+                resource_lifecycle.delete_resources(db, principal, settings, [resource], kinds=kinds)
                 db.commit()
                 return no_content()
 

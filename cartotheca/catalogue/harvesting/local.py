@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cartotheca.catalogue import document_content
+from cartotheca.catalogue import document_content, resource_lifecycle, resource_writer
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, Principal, principal_for
@@ -81,10 +81,10 @@ def save(session: Session, settings: Settings, principal: Principal, harvester: 
     resource = session.scalar(select(Resource).where(Resource.id == resource_id)
                               .options(*LOAD_OPTIONS)) if resource_id else None
     if resource is None:
-        resource = catalogue.create_resource(session, principal, settings, _values(remote),
-                                             resource_type=_local_type(remote))
+        resource = resource_lifecycle.create_resource(session, principal, settings, _values(remote),
+                                                      resource_type=_local_type(remote))
     else:
-        catalogue.Writer(session, principal, settings).apply(resource, _values(remote))
+        resource_writer.Writer(session, principal, settings).apply(resource, _values(remote))
     resource.sourcetype = "REMOTE"
     resource.name = remote.layer_name or remote.title
     resource.thumbnail_url = web_url(remote.thumbnail_url)
@@ -92,7 +92,7 @@ def save(session: Session, settings: Settings, principal: Principal, harvester: 
     if resource.resource_type == "dataset" and not remote.metadata_only:
         resource.subtype = "remote"
     box = remote.bbox or WORLD
-    catalogue.set_extent(resource, box, "EPSG:4326", box)
+    resource_writer.set_extent(resource, box, "EPSG:4326", box)
     if resource.resource_type == "document" and not remote.metadata_only:
         _document(session, resource, remote)
     session.flush()

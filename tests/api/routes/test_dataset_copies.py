@@ -14,8 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import func, select
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio and mapnik)
-from cartotheca.catalogue import dataset_copies
-from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue import dataset_copies, resource_lifecycle
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
 from cartotheca.catalogue.dataset_records import stored_of
@@ -203,7 +202,8 @@ def test_a_rolled_back_copy_drops_its_data_and_thumbnail(db, settings, owner, po
     before = stored_names(settings)
     thumbnails = set((Path(settings.DATA_DIR) / "thumbnails").iterdir())
     source = db.get(Resource, polygons.id)
-    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {}, kinds=KINDS)
+    clone = resource_lifecycle.copy_resource(db, _principal(db, settings, owner), settings, source, {},
+                                             kinds=KINDS)
     assert len(stored_names(settings) - before) == 1
     assert clone.thumbnail_url and set((Path(settings.DATA_DIR) / "thumbnails").iterdir()) != thumbnails
     db.rollback()
@@ -221,8 +221,8 @@ def test_a_retried_copy_replaces_what_a_killed_attempt_stored(db, settings, owne
     before = stored_names(settings)
     if original.storage == "geopackage":  # and the hidden file of a write it had begun
         (Path(settings.DATA_DIR) / "vector" / f".{store_name}.0badc0de.tmp.gpkg").write_bytes(b"half")
-    clone = catalogue.copy_resource(db, _principal(db, settings, owner), settings, source, {}, kinds=KINDS,
-                                    key=key)
+    clone = resource_lifecycle.copy_resource(db, _principal(db, settings, owner), settings, source, {},
+                                             kinds=KINDS, key=key)
     db.commit()
     assert stored_names(settings) == before  # the leftover was replaced, not kept beside the copy
     copied = db.get(Dataset, clone.id)

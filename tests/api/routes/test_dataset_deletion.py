@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio and mapnik)
+from cartotheca.catalogue import resource_lifecycle
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.catalogue.thumbnails import thumbnail_path
@@ -140,7 +141,7 @@ def test_a_rolled_back_delete_keeps_everything(client, db, settings, owner, poly
     before = get_map(client, polygons.alternate, **POLYGON_MAP)
     rows = catalogue.load_many(db, [polygons.id, raster.id])
 
-    catalogue.delete_resources(db, _principal(db, settings, owner), settings, rows, kinds=KINDS)
+    resource_lifecycle.delete_resources(db, _principal(db, settings, owner), settings, rows, kinds=KINDS)
     assert db.get(Dataset, polygons.id) is None  # deleted inside the transaction ...
     db.rollback()  # ... which does not commit
 
@@ -222,8 +223,8 @@ def test_data_another_dataset_names_is_kept(client, db, settings, owner, auth, p
     """Only hand-written rows can share stored data; the last of them to go drops it."""
     stored = Stored(db, settings, polygons)
     original = db.get(Dataset, polygons.id)
-    twin = catalogue.create_resource(db, _principal(db, settings, owner), settings, {"title": "Twin"},
-                                     resource_type="dataset")
+    twin = resource_lifecycle.create_resource(db, _principal(db, settings, owner), settings,
+                                              {"title": "Twin"}, resource_type="dataset")
     db.add(Dataset(resource_id=twin.id, workspace=original.workspace, name=f"{original.name}_twin",
                    store=original.store, storage=original.storage, location=original.location,
                    layer=original.layer))

@@ -403,10 +403,11 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
     record = three_layer_map(client, owner_auth, datasets)
     groups = internal_group_ids(db, settings)
     principal = principal_for(db, owner, InternalGroups(*groups), "test")
+    from cartotheca.catalogue import resource_lifecycle
     from cartotheca.catalogue import resources as catalogue
 
     source = catalogue.load_many(db, [int(record["pk"])])[0]
-    clone = catalogue.copy_resource(db, principal, settings, source, {"title": "Copy"}, kinds=KINDS)
+    clone = resource_lifecycle.copy_resource(db, principal, settings, source, {"title": "Copy"}, kinds=KINDS)
     db.commit()
     copied = layers_of(client, clone.id)
     assert [(layer["name"], layer["order"]) for layer in copied] == [
@@ -417,7 +418,8 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
     make_private(db, settings, datasets["overlay"])
     other = make_user(db, "copier")
     copier = principal_for(db, other, InternalGroups(*groups), "test")
-    theirs = catalogue.copy_resource(db, copier, settings, source, {"title": "Their copy"}, kinds=KINDS)
+    theirs = resource_lifecycle.copy_resource(db, copier, settings, source, {"title": "Their copy"},
+                                              kinds=KINDS)
     db.commit()
     assert [layer["name"] for layer in layers_of(client, theirs.id, basic("copier", PASSWORD))] == [
         datasets["quadrants"].alternate, datasets["stations"].alternate]
