@@ -27,6 +27,7 @@ from cartotheca.errors import InvalidInput
 from cartotheca.geodata import stats
 from cartotheca.geodata.ingest import IngestOptions, Source, Stored
 from cartotheca.geodata.sources import RasterSource, VectorSource
+from cartotheca.geodata.storage import stored_layer
 from cartotheca.settings import Settings
 from cartotheca.styling import sld as styling_sld
 from cartotheca.styling.defaults import default_sld
@@ -114,8 +115,6 @@ def record(session: Session, settings: Settings, principal: Principal, item: Pla
 
 
 def stored_of(dataset: Dataset) -> Stored:
-    from cartotheca.geodata.storage import stored_layer
-
     if dataset.storage == "cog":
         return Stored("raster", cog_location=dataset.location)
     return Stored("vector", layer=stored_layer(dataset))

@@ -19,13 +19,14 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from cartotheca import xmlsafe
-from cartotheca.catalogue import query
+from cartotheca.catalogue import publishing, query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, Upload
 from cartotheca.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
+from cartotheca.geodata import archives, ingest, sources
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.ingest")
@@ -180,8 +181,6 @@ def sweep_abandoned(session: Session, settings: Settings) -> int:
     """Clean imports whose execution ended without the job cleaning up (its worker was killed
     and not retried): undo what their journal says was stored, remove the staged files and
     record the upload as INVALID. Cheap when there is nothing to do (one indexed query)."""
-    from cartotheca.catalogue import publishing
-
     rows = session.execute(
         select(Upload, ExecutionRequest).join(ExecutionRequest, ExecutionRequest.exec_id == Upload.exec_id)
         .where(Upload.state.in_(OPEN_STATES), ExecutionRequest.status == "failed")
@@ -224,9 +223,6 @@ def begin_upload(session: Session, settings: Settings, principal: Principal, fie
     """Check everything that can be checked before the data is read (form, options, XML and
     SLD, an archive's directory) and record the upload; returns it with the inputs of its
     import execution. Nothing is recorded when a check fails."""
-    from cartotheca.catalogue import publishing
-    from cartotheca.geodata import archives, ingest, sources
-
     if principal.id is None:
         raise NotAuthenticated()
     kind = ingest.check_form({name: path.name for name, path in files.items()})
