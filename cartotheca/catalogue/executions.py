@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.db.models import ExecutionRequest, User
 from cartotheca.errors import NotAuthenticated, NotFound, PermissionDenied
 
@@ -38,13 +38,7 @@ def list_executions(ctx: ListContext) -> Listing:
     stmt = select(E)
     if not ctx.principal.is_superuser:
         stmt = stmt.where(E.user_id == ctx.principal.id)
-    stmt = query.apply_where(stmt, query.compile_filters(ctx.items, EXECUTION_FIELDS))
-    searched = query.compile_search(ctx.params, EXECUTION_FIELDS)
-    if searched is not None:
-        stmt = stmt.where(searched)
-    rows, total, number, size = paginate(ctx.session, stmt,
-                                         query.compile_sort(ctx.params, EXECUTION_FIELDS), ctx)
-    return Listing(rows, total, number, size)
+    return query.page(ctx.session, stmt, ctx.query, EXECUTION_FIELDS)
 
 
 def get_execution(session, principal: Principal, raw_id: str) -> tuple[ExecutionRequest, str | None]:

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, contains_eager
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.reference import slugify
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.models import Group, GroupMember, GroupProfile, User
@@ -64,14 +64,7 @@ def _base(principal: Principal):
 
 
 def list_groups(ctx: ListContext) -> Listing:
-    clauses = query.compile_filters(ctx.items, GROUP_FIELDS)
-    searched = query.compile_search(ctx.params, GROUP_FIELDS)
-    if searched is not None:
-        clauses.append(searched)
-    stmt = query.apply_where(_base(ctx.principal), clauses)
-    order = query.compile_sort(ctx.params, GROUP_FIELDS)
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx)
-    return Listing(rows, total, number, size)
+    return query.page(ctx.session, _base(ctx.principal), ctx.query, GROUP_FIELDS)
 
 
 def get_group(session: Session, principal: Principal, raw_id: Any) -> GroupProfile:

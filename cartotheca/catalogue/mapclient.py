@@ -13,8 +13,9 @@ import orjson
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import ListContext, Listing, paginate
+from cartotheca.catalogue.query import FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import MapClientResource
@@ -31,6 +32,9 @@ IGNORED_FIELDS = ("id", "user", "creation_date", "last_update", "creation", "las
 DESCRIPTION = "description"  # kept as the attribute of that name (MapStore shows it)
 
 
+MAPCLIENT_ORDER = FieldMap(fields={}, default_sort=(MapClientResource.id.asc(),))
+
+
 def _owner(principal: Principal) -> int:
     if principal.id is None:
         raise NotAuthenticated()
@@ -39,9 +43,8 @@ def _owner(principal: Principal) -> int:
 
 def list_resources(ctx: ListContext) -> Listing:
     stmt = select(MapClientResource).where(MapClientResource.user_id == _owner(ctx.principal))
-    order = (MapClientResource.id.asc(),)
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx)
-    return Listing(rows, total, number, size)
+    # A fixed order and no filters: only page and page_size are read, as MapStore sends.
+    return query.page(ctx.session, stmt, ctx.paging_only(), MAPCLIENT_ORDER)
 
 
 def get_resource(session: Session, principal: Principal, raw_id: Any) -> MapClientResource:

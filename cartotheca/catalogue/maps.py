@@ -260,16 +260,11 @@ LAYER_FIELDS = FieldMap(
 def list_layers(ctx: ListContext) -> Listing:
     """A page of the layers the requester may see, in maps they may view (rows: LayerViews)."""
     principal, settings = ctx.principal, ctx.settings
-    clauses = [MapLayer.map_id.in_(visible_maps(principal, settings)),
-               visible_layer_clause(principal, settings),
-               *query.compile_filters(ctx.items, LAYER_FIELDS)]
-    searched = query.compile_search(ctx.params, LAYER_FIELDS)
-    if searched is not None:
-        clauses.append(searched)
-    order = query.compile_sort(ctx.params, LAYER_FIELDS)
-    rows, total, number, size = query.paginate(ctx.session, select(MapLayer).where(*clauses),
-                                                   order, ctx)
-    return Listing(layer_views(ctx.session, principal, rows), total, number, size)
+    visible = [MapLayer.map_id.in_(visible_maps(principal, settings)),
+               visible_layer_clause(principal, settings)]
+    listing = query.page(ctx.session, select(MapLayer), ctx.query, LAYER_FIELDS, where=visible)
+    listing.rows = layer_views(ctx.session, principal, listing.rows)
+    return listing
 
 
 def get_layer(session: Session, principal: Principal, settings: Settings, raw_id: Any) -> LayerView:

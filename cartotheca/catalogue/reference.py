@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.models import (
     Category,
@@ -299,11 +299,9 @@ def _used(collection: ReferenceCollection, principal: Principal, settings: Setti
     return collection.model.id.in_(select(usage.c.ref_id))
 
 
-def reference_clauses(ctx: ListContext, collection: ReferenceCollection) -> list[ColumnElement]:
-    clauses = query.compile_filters(ctx.items, collection.fields)
-    searched = query.compile_search(ctx.params, collection.fields)
-    if searched is not None:
-        clauses.append(searched)
+def reference_scope(ctx: ListContext, collection: ReferenceCollection) -> list[ColumnElement[bool]]:
+    """A reference list narrowed to the items visible resources use, when asked or always."""
+    clauses: list[ColumnElement[bool]] = []
     only_used = collection.only_used
     if collection.with_resources and with_resources(ctx.params):
         only_used = True
@@ -326,11 +324,11 @@ def usage_counts(session: Session, principal: Principal, settings: Settings,
 
 
 def list_reference(ctx: ListContext, collection: ReferenceCollection) -> ReferencePage:
-    stmt = select(collection.model).where(*reference_clauses(ctx, collection))
-    order = query.compile_sort(ctx.params, collection.fields)
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx, collection.options)
-    counts = usage_counts(ctx.session, ctx.principal, ctx.settings, collection, [r.id for r in rows])
-    return ReferencePage(rows, total, number, size, counts)
+    listing = query.page(ctx.session, select(collection.model), ctx.query, collection.fields,
+                         where=reference_scope(ctx, collection), load=collection.options)
+    counts = usage_counts(ctx.session, ctx.principal, ctx.settings, collection,
+                          [r.id for r in listing.rows])
+    return ReferencePage(listing.rows, listing.total or 0, listing.page, listing.page_size, counts)
 
 
 def get_reference(session: Session, principal: Principal, settings: Settings,

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from cartotheca import xmlsafe
 from cartotheca.catalogue import publishing, query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, Upload
@@ -121,17 +121,14 @@ def _base(principal: Principal):
 def list_uploads(ctx: ListContext) -> Listing:
     """The requester's uploads (staff: everyone's), with their executions."""
     stmt = _base(ctx.principal)
-    stmt = query.apply_where(stmt, query.compile_filters(ctx.items, UPLOAD_FIELDS))
-    searched = query.compile_search(ctx.params, UPLOAD_FIELDS)
-    if searched is not None:
-        stmt = stmt.where(searched)
-    ids_stmt = stmt.with_only_columns(Upload.id)
-    ids, total, number, size = paginate(ctx.session, ids_stmt,
-                                        query.compile_sort(ctx.params, UPLOAD_FIELDS), ctx)
+    # The page is of ids; each upload is then read with its execution (a join, not a load).
+    listing = query.page(ctx.session, stmt.with_only_columns(Upload.id), ctx.query, UPLOAD_FIELDS)
+    ids = list(listing.rows)
     rows = {}
     if ids:
-        rows = {u.id: (u, e) for u, e in ctx.session.execute(stmt.where(Upload.id.in_(list(ids))))}
-    return Listing([rows[i] for i in ids if i in rows], total, number, size)
+        rows = {u.id: (u, e) for u, e in ctx.session.execute(stmt.where(Upload.id.in_(ids)))}
+    listing.rows = [rows[i] for i in ids if i in rows]
+    return listing
 
 
 def get_upload(session: Session, principal: Principal, raw_id: Any) -> tuple[Upload, ExecutionRequest | None]:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, contains_eager
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.models import Group, GroupMember, GroupProfile, Resource, User
 from cartotheca.errors import NotAuthenticated, NotFound
@@ -63,16 +63,9 @@ def _visible_users(principal: Principal):
 def list_users(ctx: ListContext) -> Listing:
     if ctx.principal.id is None:
         raise NotAuthenticated()
-    clauses = query.compile_filters(ctx.items, USER_FIELDS)
-    searched = query.compile_search(ctx.params, USER_FIELDS)
-    if searched is not None:
-        clauses.append(searched)
     own = _visible_users(ctx.principal)
-    if own is not None:
-        clauses.append(own)
-    stmt = query.apply_where(select(User), clauses)
-    rows, total, number, size = paginate(ctx.session, stmt, query.compile_sort(ctx.params, USER_FIELDS), ctx)
-    return Listing(rows, total, number, size)
+    return query.page(ctx.session, select(User), ctx.query, USER_FIELDS,
+                      where=[own] if own is not None else [])
 
 
 def get_user(session: Session, principal: Principal, raw_id: Any) -> User:
@@ -114,15 +107,9 @@ def _owned_visible(ctx: ListContext):
 def list_owners(ctx: ListContext) -> tuple[Listing, dict[int, int]]:
     """Users owning at least one visible resource, and how many each: three statements."""
     visible = _owned_visible(ctx)
-    clauses = query.compile_filters(ctx.items, OWNER_FIELDS)
-    searched = query.compile_search(ctx.params, OWNER_FIELDS)
-    if searched is not None:
-        clauses.append(searched)
-    clauses.append(User.id.in_(select(Resource.owner_id).where(*visible)))
-    stmt = query.apply_where(select(User), clauses)
-    order = query.compile_sort(ctx.params, OWNER_FIELDS)
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx)
-    return Listing(rows, total, number, size), owned_counts(ctx, [u.id for u in rows])
+    owners = User.id.in_(select(Resource.owner_id).where(*visible))
+    listing = query.page(ctx.session, select(User), ctx.query, OWNER_FIELDS, where=[owners])
+    return listing, owned_counts(ctx, [u.id for u in listing.rows])
 
 
 def owned_counts(ctx: ListContext, user_ids: Sequence[int]) -> dict[int, int]:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query import Field, FieldMap, FilterTerm, ListContext, Listing, paginate
+from cartotheca.catalogue.query import Field, FieldMap, FilterTerm, ListContext, Listing
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, ManagementCommandJob, User
 from cartotheca.errors import CartothecaError, InvalidInput, InvalidQuery, NotFound
@@ -169,11 +169,8 @@ def list_jobs(ctx: ListContext, command: str | None = None) -> Listing:
         if term.path == "status" and term.values[0] not in STATUSES:
             raise InvalidQuery(f"Select a valid choice. {term.values[0]} is not one of the available "
                                "choices.", extra=["parameter: status"])
-    clauses = [query.compile_term(t, JOB_FIELDS) for t in terms]
-    clauses += query.compile_filters(ctx.items, JOB_FIELDS)
-    stmt = query.apply_where(stmt, clauses)
-    rows, total, number, size = paginate(ctx.session, stmt, query.compile_sort(ctx.params, JOB_FIELDS), ctx)
-    return Listing(rows, total, number, size)
+    plain = [query.compile_term(t, JOB_FIELDS) for t in terms]
+    return query.page(ctx.session, stmt, ctx.query, JOB_FIELDS, where=plain)
 
 
 CELERY_STATES = {"ready": "PENDING", "running": "STARTED", "finished": "SUCCESS", "failed": "FAILURE"}

@@ -30,8 +30,8 @@ from cartotheca.catalogue import iso_metadata, links
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.datasets import DATASET_FIELDS
-from cartotheca.catalogue.query import Listing, check_utf8, parse_page, query_lists
-from cartotheca.errors import InvalidInput, NotFound
+from cartotheca.catalogue.query import Listing, check_utf8, page_items, parse_page, query_lists
+from cartotheca.errors import InvalidInput
 
 IdPath = Annotated[str, PathParam(description="integer id of the dataset")]
 METADATA_FIELD = "metadata_file"
@@ -82,11 +82,7 @@ def _array_page(request: Request, items: list[dict[str, Any]], search_keys: tupl
                       search_size=settings.DEFAULT_SEARCH_SIZE, max_size=settings.API_MAX_PAGE_SIZE)
     if page.size is None or ("page" not in params and "page_size" not in params):
         return items
-    last = max(1, -(-len(items) // page.size))
-    number = last if page.number is None else page.number
-    if number > last:
-        raise NotFound("Invalid page.")
-    return items[(number - 1) * page.size:number * page.size]
+    return list(page_items(items, page)[0])
 
 
 @router.get("/api/v2/datasets/{dataset_id}/maplayers", tags=["datasets"],

@@ -53,9 +53,10 @@ def _start(request: Request, db, harvester, action: str | None, user_id: int | N
 
 @router.get("/api/v2/harvesters", summary="Harvesters")
 def list_harvesters(request: Request, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-    rows, total, page, size = domain.list_harvesters(list_context(request, db, principal))
-    items = [wire.harvester_record(h, siteurl.base(settings)) for h in rows]
-    return JSON(envelope(request, wire.PLURAL, items, total=total, page=page, page_size=size))
+    listing = domain.list_harvesters(list_context(request, db, principal))
+    items = [wire.harvester_record(h, siteurl.base(settings)) for h in listing.rows]
+    return JSON(envelope(request, wire.PLURAL, items, total=listing.total, page=listing.page,
+                         page_size=listing.page_size))
 
 
 @router.post("/api/v2/harvesters", summary="Create a harvester (superuser)")
@@ -96,9 +97,10 @@ def delete_harvester(harvester_id: str, db: DbDep, _: SuperuserDep):
             summary="What a harvester can harvest")
 def list_harvestable(request: Request, harvester_id: str, db: DbDep, principal: PrincipalDep) -> JSON:
     harvester = domain.get_harvester(db, harvester_id)
-    rows, total, page, size = domain.list_harvestable(list_context(request, db, principal), harvester)
-    items = [wire.harvestable_record(r) for r in rows]
-    return JSON(envelope(request, wire.HARVESTABLE, items, total=total, page=page, page_size=size))
+    listing = domain.list_harvestable(list_context(request, db, principal), harvester)
+    items = [wire.harvestable_record(r) for r in listing.rows]
+    return JSON(envelope(request, wire.HARVESTABLE, items, total=listing.total, page=listing.page,
+                         page_size=listing.page_size))
 
 
 @router.patch("/api/v2/harvesters/{harvester_id}/harvestable-resources",
@@ -112,9 +114,10 @@ def select_harvestable(harvester_id: str, db: DbDep, _: SuperuserDep, body=Depen
 
 @router.get("/api/v2/harvesting-sessions", summary="Harvesting sessions")
 def list_sessions(request: Request, db: DbDep, principal: PrincipalDep) -> JSON:
-    rows, total, page, size = domain.list_sessions(list_context(request, db, principal))
-    items = [wire.session_record(s) for s in rows]
-    return JSON(envelope(request, wire.SESSIONS, items, total=total, page=page, page_size=size))
+    listing = domain.list_sessions(list_context(request, db, principal))
+    items = [wire.session_record(s) for s in listing.rows]
+    return JSON(envelope(request, wire.SESSIONS, items, total=listing.total, page=listing.page,
+                         page_size=listing.page_size))
 
 
 @router.get("/api/v2/harvesting-sessions/{session_id}", summary="One harvesting session (superuser)")

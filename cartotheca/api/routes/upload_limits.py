@@ -23,7 +23,7 @@ from cartotheca.api.schemas.upload_limits import (
 )
 from cartotheca.catalogue import query
 from cartotheca.catalogue import upload_limits as limits
-from cartotheca.errors import MethodNotAllowed, NotFound
+from cartotheca.errors import MethodNotAllowed
 
 router = APIRouter(tags=["upload limits"])
 NOT_OFFERED = ["PUT", "PATCH", "DELETE"]
@@ -35,12 +35,7 @@ def _page(request: Request, key: str, items: Sequence[Any], record: Callable[[An
     params = query.query_lists(request.query_params.multi_items())
     page = query.parse_page(params, default_size=settings.API_LIMIT_PER_PAGE,
                             search_size=settings.API_LIMIT_PER_PAGE, max_size=settings.API_MAX_PAGE_SIZE)
-    size = page.size or max(len(items), 1)
-    last = max(1, -(-len(items) // size))
-    number = last if page.number is None else page.number
-    if number > last:
-        raise NotFound("Invalid page.")
-    chunk = items[(number - 1) * size: number * size]
+    chunk, number = query.page_items(items, page)
     return envelope(request, key, [record(item) for item in chunk], total=len(items), page=number,
                     page_size=page.size)
 

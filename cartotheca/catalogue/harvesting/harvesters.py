@@ -9,7 +9,7 @@ same action is never started twice, from a request or from a scheduler in any pr
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import select, update
@@ -19,7 +19,7 @@ from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.harvesting import registry
 from cartotheca.catalogue.harvesting.remote import check_remote_url
-from cartotheca.catalogue.query import Field, FieldMap, ListContext, paginate
+from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import (
@@ -104,18 +104,14 @@ SESSION_FIELDS = FieldMap(
 )
 
 
-def _listing(ctx: ListContext, stmt, fields: FieldMap) -> tuple[Sequence[Any], int, int, int | None]:
-    stmt = stmt.where(*query.compile_filters(ctx.items, fields))
-    searched = query.compile_search(ctx.params, fields)
-    if searched is not None:
-        stmt = stmt.where(searched)
-    return paginate(ctx.session, stmt, query.compile_sort(ctx.params, fields), ctx)
+def _listing(ctx: ListContext, stmt, fields: FieldMap) -> Listing:
+    return query.page(ctx.session, stmt, ctx.query, fields)
 
 
 # -- harvesters ------------------------------------------------------------------------------
 
 
-def list_harvesters(ctx: ListContext) -> tuple[Sequence[Harvester], int, int, int | None]:
+def list_harvesters(ctx: ListContext) -> Listing:
     return _listing(ctx, select(Harvester), HARVESTER_FIELDS)
 
 
@@ -291,7 +287,7 @@ def start_action(session: Session, harvester: Harvester, action: str, user_id: i
 
 
 def list_harvestable(ctx: ListContext, harvester: Harvester
-                     ) -> tuple[Sequence[HarvestableResource], int, int, int | None]:
+                     ) -> Listing:
     stmt = select(HarvestableResource).where(HarvestableResource.harvester_id == harvester.id)
     return _listing(ctx, stmt, HARVESTABLE_FIELDS)
 
@@ -323,7 +319,7 @@ def select_harvestable(session: Session, harvester: Harvester, body: Any) -> lis
 # -- sessions --------------------------------------------------------------------------------
 
 
-def list_sessions(ctx: ListContext) -> tuple[Sequence[HarvestingSession], int, int, int | None]:
+def list_sessions(ctx: ListContext) -> Listing:
     return _listing(ctx, select(HarvestingSession), SESSION_FIELDS)
 
 

@@ -5,65 +5,14 @@ The parsed request (``ListQuery``) is turned into WHERE and ORDER BY clauses of 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, false, func, not_, or_, true
+from sqlalchemy import ColumnElement, and_, false, func, not_, or_
 
 from cartotheca.catalogue.query.fields import FieldMap, convert, strict_bool
+from cartotheca.catalogue.query.request import FilterTerm, filter_terms, search_terms, sort_names
 from cartotheca.errors import InvalidQuery
-
-OPERATORS = {
-    "eq", "in", "icontains", "contains", "startswith", "istartswith", "endswith", "iendswith",
-    "iexact", "gt", "gte", "lt", "lte", "range", "isnull",
-}
-
-FILTER_KEY = re.compile(r"^filter\{(?P<body>[^{}]*)\}$")
-
-# ---------------------------------------------------------------------------------------
-# filter{...}
-
-
-@dataclass(frozen=True)
-class FilterTerm:
-    param: str
-    path: str
-    op: str
-    negated: bool
-    values: tuple[str, ...]
-
-
-def parse_filter_key(key: str) -> tuple[str, str, bool]:
-    match = FILTER_KEY.match(key)
-    if not match:
-        raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
-    body = match.group("body").strip()
-    negated = body.startswith("-")
-    if negated:
-        body = body[1:]
-    if not body or any(not part for part in body.split(".")):
-        raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
-    head, _, last = body.rpartition(".")
-    if head and last in OPERATORS:
-        return head, last, negated
-    return body, "eq", negated
-
-
-def filter_terms(params: Iterable[tuple[str, str]]) -> list[FilterTerm]:
-    grouped: dict[str, list[str]] = {}
-    for key, value in params:
-        if key.startswith("filter{") or key.startswith("filter%7B"):
-            grouped.setdefault(key, []).append(value)
-        elif key.startswith("filter"):
-            if key != "filter":  # a bare "filter=" is another thing (CQL, OWS); not ours here
-                raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
-    terms = []
-    for key, values in grouped.items():
-        path, op, negated = parse_filter_key(key)
-        terms.append(FilterTerm(key, path, op, negated, tuple(values)))
-    return terms
 
 
 def compile_term(term: FilterTerm, fields: FieldMap) -> ColumnElement[bool]:
@@ -135,21 +84,20 @@ def compile_filters(params: Iterable[tuple[str, str]], fields: FieldMap) -> list
 
 
 def compile_search(params: Mapping[str, list[str]], fields: FieldMap) -> ColumnElement[bool] | None:
+    return search_clause(search_terms(params), tuple(params.get("search_fields") or ()), fields)
+
+
+def search_clause(terms: Sequence[str], names: Sequence[str], fields: FieldMap
+                  ) -> ColumnElement[bool] | None:
     """DRF SearchFilter semantics: every term must match at least one field (icontains).
 
     ``search`` without ``search_fields`` uses the collection's default fields (GeoNode ignores
     it, which leaves clients like geonodectl's ``--search`` unable to find anything).
     """
-    texts = params.get("search", [])
-    if any("\x00" in item for item in texts):  # text no database stores: a 400, as for filters
-        raise InvalidQuery("Invalid value for search: it contains a NUL character")
-    text = " ".join(texts).replace(",", " ")
-    terms = text.split()
     if not terms:
         return None
-    names = params.get("search_fields") or list(fields.default_search_fields)
     columns = []
-    for raw in names:
+    for raw in names or fields.default_search_fields:
         for name in raw.split(","):
             name = name.strip()
             mode = name[:1] if name[:1] in "^=@$" else ""
@@ -178,19 +126,15 @@ def compile_search(params: Mapping[str, list[str]], fields: FieldMap) -> ColumnE
 # sort
 
 
-def sort_names(params: Mapping[str, list[str]]) -> list[tuple[str, str]]:
-    """``sort[]`` is authoritative; ``ordering`` (comma-separated) is an alias when it is absent."""
-    names = [(n, "sort[]") for n in params.get("sort[]", []) + params.get("sort", []) if n]
-    if not names:
-        for raw in params.get("ordering", []):
-            names.extend((n.strip(), "ordering") for n in raw.split(",") if n.strip())
-    return names
-
-
 def compile_sort(params: Mapping[str, list[str]], fields: FieldMap) -> list[Any]:
+    return order_by(sort_names(params), fields)
+
+
+def order_by(names: Sequence[tuple[str, str]], fields: FieldMap) -> list[Any]:
+    """The ORDER BY of ``sort[]`` names (each with the parameter it came from), or the default."""
     order = []
     first_desc = None
-    for name, param in sort_names(params):
+    for name, param in names:
         desc = name.startswith("-")
         key = name.lstrip("-+")
         spec = fields.fields.get(key)
@@ -218,8 +162,3 @@ def _ordered(expr: Any, desc: bool) -> Any:
     if not getattr(column, "nullable", True):
         return expr.desc() if desc else expr.asc()
     return expr.desc().nulls_first() if desc else expr.asc().nulls_last()
-
-
-
-def apply_where(stmt: Select, clauses: Sequence[ColumnElement[bool]]) -> Select:
-    return stmt.where(and_(true(), *clauses)) if clauses else stmt

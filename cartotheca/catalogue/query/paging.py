@@ -1,24 +1,31 @@
 """cartotheca.catalogue.query.paging: one page of a collection, counted or not, ids first.
 
-Every list answers with a ``Listing``; the count, the page's ids and the page's rows are the
-only statements a page costs, whatever the filters.
+Every list endpoint answers through ``page``: the request's ``ListQuery`` compiled against
+the collection's ``FieldMap``, then the count, the page's ids and the page's rows are the only
+statements a page costs, whatever the filters. ``page_items`` is the same arithmetic for the
+few lists that exist only in memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, TypeVar
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.base import ExecutableOption
 
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query.fields import strict_bool
-from cartotheca.catalogue.query.request import parse_page
+from cartotheca.catalogue.query.compile import compile_term, order_by, search_clause
+from cartotheca.catalogue.query.fields import FieldMap
+from cartotheca.catalogue.query.request import ListQuery, Page, parse_page
 from cartotheca.errors import InvalidQuery, NotFound
 from cartotheca.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -36,66 +43,106 @@ class Listing:
 
 @dataclass(frozen=True)
 class ListContext:
+    """Who asks, with what settings, and the request's query parameters."""
+
     session: Session
     principal: Principal
     settings: Settings
     params: Mapping[str, list[str]]
     items: Sequence[tuple[str, str]]
 
+    @cached_property
+    def query(self) -> ListQuery:
+        """The list parameters, parsed on first use: endpoints that read ``params`` without
+        paging (facets take a zero-based ``page``) never parse them as a list."""
+        return ListQuery.parse(
+            self.items,
+            self.params,
+            default_size=self.settings.API_LIMIT_PER_PAGE,
+            search_size=self.settings.DEFAULT_SEARCH_SIZE,
+            max_size=self.settings.API_MAX_PAGE_SIZE,
+        )
 
-def paginate(session: Session, stmt: Select, order: Sequence[Any], ctx: ListContext,
-             options: Sequence[Any] = ()) -> tuple[Sequence[Any], int, int, int | None]:
-    """Count, then fetch one page: two statements whatever the filters."""
-    page = parse_page(
-        ctx.params,
-        default_size=ctx.settings.API_LIMIT_PER_PAGE,
-        search_size=ctx.settings.DEFAULT_SEARCH_SIZE,
-        max_size=ctx.settings.API_MAX_PAGE_SIZE,
-    )
+    def paging_only(self, *, search_size: int | None = None) -> ListQuery:
+        """Only ``page`` and ``page_size``, for lists with a fixed order and no filters: their
+        other parameters stay ignored, as they always were."""
+        return ListQuery(page=parse_page(
+            self.params,
+            default_size=self.settings.API_LIMIT_PER_PAGE,
+            search_size=self.settings.DEFAULT_SEARCH_SIZE if search_size is None else search_size,
+            max_size=self.settings.API_MAX_PAGE_SIZE,
+        ))
+
+
+def page(session: Session, stmt: Select[Any], query: ListQuery, fields: FieldMap, *,
+         where: Sequence[ColumnElement[bool]] = (), load: Sequence[ExecutableOption] = (),
+         counted: bool = True) -> Listing:
+    """One page of ``stmt`` narrowed by ``where`` and the request's filters and search.
+
+    With ``load`` the page's ids are read first and then their rows with those loads; with
+    ``counted=False`` (``total=false``) no count is made and one row past the page says
+    whether a next page exists.
+    """
+    clauses = [*where, *(compile_term(term, fields) for term in query.filters)]
+    searched = search_clause(query.search, query.search_fields, fields)
+    if searched is not None:
+        clauses.append(searched)
+    if clauses:
+        stmt = stmt.where(*clauses)
+    order = order_by(query.sort, fields)
+    if not counted:
+        return _uncounted(session, stmt.order_by(*order), query.page, load)
+    return _counted(session, stmt, order, query.page, load)
+
+
+def _counted(session: Session, stmt: Select[Any], order: Sequence[Any], wanted: Page,
+             load: Sequence[ExecutableOption]) -> Listing:
+    """Count, then fetch one page: two statements (three with ``load``)."""
     total = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
-    number = page.number
-    if page.size is None:
-        last = 1
-    else:
-        last = max(1, -(-total // page.size))
-    if number is None:
-        number = last
+    number = _page_number(total, wanted)
+    stmt = stmt.order_by(*order)
+    if wanted.size is not None:
+        stmt = stmt.limit(wanted.size).offset((number - 1) * wanted.size)
+    return Listing(_rows(session, stmt, load), total, number, wanted.size)
+
+
+def _uncounted(session: Session, stmt: Select[Any], wanted: Page,
+               load: Sequence[ExecutableOption]) -> Listing:
+    """One page without the count: the page and one row more, which says whether a next page
+    exists. Counting every row the requester may see costs far more than the page itself on a
+    large catalogue (the page walks an index and stops early)."""
+    if wanted.number is None or wanted.size is None:
+        raise InvalidQuery("total=false needs a page number and a page size")
+    stmt = stmt.limit(wanted.size + 1).offset((wanted.number - 1) * wanted.size)
+    rows = _rows(session, stmt, load)
+    if not rows and wanted.number > 1:
+        raise NotFound("Invalid page.")
+    return Listing(rows[:wanted.size], None, wanted.number, wanted.size,
+                   has_next=len(rows) > wanted.size)
+
+
+def page_items(items: Sequence[T], wanted: Page) -> tuple[Sequence[T], int]:
+    """The slice of an in-memory list a page asks for, and that page's number."""
+    number = _page_number(len(items), wanted)
+    if wanted.size is None:
+        return items, number
+    return items[(number - 1) * wanted.size:number * wanted.size], number
+
+
+def _page_number(total: int, wanted: Page) -> int:
+    """The page asked for (``last`` resolved); past the last page is a 404, as in GeoNode."""
+    last = 1 if wanted.size is None else max(1, -(-total // wanted.size))
+    number = last if wanted.number is None else wanted.number
     if number > last:
         raise NotFound("Invalid page.")
-    stmt = stmt.order_by(*order)
-    if page.size is not None:
-        stmt = stmt.limit(page.size).offset((number - 1) * page.size)
-    if not options:
-        return session.scalars(stmt).all(), total, number, page.size
-    return _load_page(session, stmt, options), total, number, page.size
+    return number
 
 
-def paginate_uncounted(session: Session, stmt: Select, order: Sequence[Any], ctx: ListContext,
-                       options: Sequence[Any] = ()) -> tuple[Sequence[Any], bool, int, int]:
-    """One page without the count (``total=false``): the page and one row more, which says
-    whether a next page exists. Counting every row the requester may see costs far more than the
-    page itself on a large catalogue (the page walks an index and stops early)."""
-    page = parse_page(
-        ctx.params,
-        default_size=ctx.settings.API_LIMIT_PER_PAGE,
-        search_size=ctx.settings.DEFAULT_SEARCH_SIZE,
-        max_size=ctx.settings.API_MAX_PAGE_SIZE,
-    )
-    if page.number is None or page.size is None:
-        raise InvalidQuery("total=false needs a page number and a page size")
-    stmt = stmt.order_by(*order).limit(page.size + 1).offset((page.number - 1) * page.size)
-    rows = _load_page(session, stmt, options) if options else session.scalars(stmt).all()
-    if not rows and page.number > 1:
-        raise NotFound("Invalid page.")
-    return rows[:page.size], len(rows) > page.size, page.number, page.size
+def _rows(session: Session, stmt: Select[Any], load: Sequence[ExecutableOption]) -> list[Any]:
+    return _load_page(session, stmt, load) if load else list(session.scalars(stmt).all())
 
 
-def wants_total(params: Mapping[str, list[str]]) -> bool:
-    raw = (params.get("total") or [None])[0]
-    return True if raw is None else strict_bool(raw, "total")
-
-
-def _load_page(session: Session, stmt: Select, options: Sequence[Any]) -> list[Any]:
+def _load_page(session: Session, stmt: Select[Any], options: Sequence[ExecutableOption]) -> list[Any]:
     """Ids of the page first, then the rows with their joined loads.
 
     With OFFSET, joining owner, category, licence ... in the paging query would make the
@@ -110,4 +157,3 @@ def _load_page(session: Session, stmt: Select, options: Sequence[Any]) -> list[A
     rows = session.scalars(select(entity).where(pk.in_(ids)).options(*options)).unique().all()
     by_id = {getattr(row, pk.key): row for row in rows}
     return [by_id[i] for i in ids if i in by_id]
-

@@ -7,11 +7,81 @@ the extent boxes; malformed values raise ``InvalidQuery`` naming the parameter.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes
 
+from cartotheca.catalogue.query.fields import strict_bool
 from cartotheca.errors import InvalidQuery
+
+OPERATORS = {
+    "eq", "in", "icontains", "contains", "startswith", "istartswith", "endswith", "iendswith",
+    "iexact", "gt", "gte", "lt", "lte", "range", "isnull",
+}
+
+FILTER_KEY = re.compile(r"^filter\{(?P<body>[^{}]*)\}$")
+
+# ---------------------------------------------------------------------------------------
+# filter{...}
+
+
+@dataclass(frozen=True)
+class FilterTerm:
+    param: str
+    path: str
+    op: str
+    negated: bool
+    values: tuple[str, ...]
+
+
+def parse_filter_key(key: str) -> tuple[str, str, bool]:
+    match = FILTER_KEY.match(key)
+    if not match:
+        raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
+    body = match.group("body").strip()
+    negated = body.startswith("-")
+    if negated:
+        body = body[1:]
+    if not body or any(not part for part in body.split(".")):
+        raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
+    head, _, last = body.rpartition(".")
+    if head and last in OPERATORS:
+        return head, last, negated
+    return body, "eq", negated
+
+
+def filter_terms(params: Iterable[tuple[str, str]]) -> list[FilterTerm]:
+    grouped: dict[str, list[str]] = {}
+    for key, value in params:
+        if key.startswith("filter{") or key.startswith("filter%7B"):
+            grouped.setdefault(key, []).append(value)
+        elif key.startswith("filter"):
+            if key != "filter":  # a bare "filter=" is another thing (CQL, OWS); not ours here
+                raise InvalidQuery(f'"{key}" is not a well-formed filter key.', code="parse_error")
+    terms = []
+    for key, values in grouped.items():
+        path, op, negated = parse_filter_key(key)
+        terms.append(FilterTerm(key, path, op, negated, tuple(values)))
+    return terms
+
+
+def search_terms(params: Mapping[str, list[str]]) -> tuple[str, ...]:
+    """The words of ``search`` (commas separate words too)."""
+    texts = params.get("search", [])
+    if any("\x00" in item for item in texts):  # text no database stores: a 400, as for filters
+        raise InvalidQuery("Invalid value for search: it contains a NUL character")
+    return tuple(" ".join(texts).replace(",", " ").split())
+
+
+def sort_names(params: Mapping[str, list[str]]) -> list[tuple[str, str]]:
+    """``sort[]`` is authoritative; ``ordering`` (comma-separated) is an alias when it is absent."""
+    names = [(n, "sort[]") for n in params.get("sort[]", []) + params.get("sort", []) if n]
+    if not names:
+        for raw in params.get("ordering", []):
+            names.extend((n.strip(), "ordering") for n in raw.split(",") if n.strip())
+    return names
+
 
 # ---------------------------------------------------------------------------------------
 # extent
@@ -111,3 +181,40 @@ def query_lists(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     for key, value in items:
         out.setdefault(key, []).append(value)
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# the whole list request
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    """One request's list parameters, parsed once; ``paging.page`` compiles them against the
+    collection's ``FieldMap``.
+
+    ``total`` keeps the raw ``total=`` wish: only lists that can skip the count read it
+    (``wants_total``), so on other lists it stays ignored as it always was.
+    """
+
+    filters: tuple[FilterTerm, ...] = ()
+    search: tuple[str, ...] = ()
+    search_fields: tuple[str, ...] = ()
+    sort: tuple[tuple[str, str], ...] = ()
+    page: Page = Page(1, None, None)
+    total: str | None = None
+
+    @classmethod
+    def parse(cls, items: Iterable[tuple[str, str]], params: Mapping[str, list[str]], *,
+              default_size: int, search_size: int, max_size: int) -> ListQuery:
+        return cls(
+            filters=tuple(filter_terms(items)),
+            search=search_terms(params),
+            search_fields=tuple(params.get("search_fields") or ()),
+            sort=tuple(sort_names(params)),
+            page=parse_page(params, default_size=default_size, search_size=search_size,
+                            max_size=max_size),
+            total=(params.get("total") or [None])[0],
+        )
+
+    def wants_total(self) -> bool:
+        return True if self.total is None else strict_bool(self.total, "total")

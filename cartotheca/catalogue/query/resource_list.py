@@ -15,15 +15,9 @@ from sqlalchemy.orm import Session, joinedload, selectinload
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.query.compile import compile_filters, compile_search, compile_sort
+from cartotheca.catalogue.query.compile import compile_filters, compile_search
 from cartotheca.catalogue.query.fields import Field, FieldMap, strict_bool
-from cartotheca.catalogue.query.paging import (
-    ListContext,
-    Listing,
-    paginate,
-    paginate_uncounted,
-    wants_total,
-)
+from cartotheca.catalogue.query.paging import ListContext, Listing, page
 from cartotheca.catalogue.query.request import parse_extent
 from cartotheca.db.models import (
     Category,
@@ -160,14 +154,21 @@ LOAD_OPTIONS = (
 )
 
 
-def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> list[ColumnElement]:
-    """Visibility, filter{}, search, favorite and extent as WHERE clauses."""
-    advertised = (ctx.params.get("advertised") or [None])[0]
-    clauses: list[ColumnElement] = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised)]
-    clauses += compile_filters(ctx.items, fields)
+def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> list[ColumnElement[bool]]:
+    """Visibility, filter{}, search, favorite and extent as WHERE clauses (facets, patch-all)."""
+    language = compile_filters(ctx.items, fields)
     searched = compile_search(ctx.params, fields)
     if searched is not None:
-        clauses.append(searched)
+        language.append(searched)
+    visible, *asked = resource_scope(ctx)
+    return [visible, *language, *asked]
+
+
+def resource_scope(ctx: ListContext) -> list[ColumnElement[bool]]:
+    """What a resource list adds to the query language: visibility first, then the
+    requester's favourites and the extent boxes when asked for."""
+    advertised = (ctx.params.get("advertised") or [None])[0]
+    clauses = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised)]
     favorite = (ctx.params.get("favorite") or [None])[0]
     if favorite is not None:
         if strict_bool(favorite, "favorite"):
@@ -202,15 +203,13 @@ def extent_clause(session: Session, boxes) -> ColumnElement[bool]:
     return or_(*parts)
 
 
-def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement] = (),
+def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement[bool]] = (),
                    fields: FieldMap = RESOURCE_FIELDS) -> Listing:
-    stmt = select(Resource).where(*base, *resource_clauses(ctx, fields))
-    order = compile_sort(ctx.params, fields)
-    if not wants_total(ctx.params):
-        rows, has_next, number, size = paginate_uncounted(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
-        return decorate(ctx.session, ctx.principal, Listing(rows, None, number, size, has_next=has_next))
-    rows, total, number, size = paginate(ctx.session, stmt, order, ctx, LOAD_OPTIONS)
-    return decorate(ctx.session, ctx.principal, Listing(rows, total, number, size))
+    """A page of the resources the requester may see, with their perms and favourites."""
+    query = ctx.query
+    listing = page(ctx.session, select(Resource), query, fields, where=[*base, *resource_scope(ctx)],
+                   load=LOAD_OPTIONS, counted=query.wants_total())
+    return decorate(ctx.session, ctx.principal, listing)
 
 
 def decorate(session: Session, principal: Principal, listing: Listing) -> Listing:
