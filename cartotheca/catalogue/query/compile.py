@@ -50,12 +50,15 @@ def compile_term(term: FilterTerm, fields: FieldMap) -> ColumnElement[bool]:
     return cond
 
 
-def _compare(column: Any, op: str, value: Any, kind: type, term: FilterTerm) -> ColumnElement[bool]:
+def _compare(column: ColumnElement[Any], op: str, value: Any, kind: type, term: FilterTerm
+             ) -> ColumnElement[bool]:
     if op == "eq":
         return column.is_(None) if value is None else column == value
     if op in ("gt", "gte", "lt", "lte"):
-        return {"gt": column > value, "gte": column >= value, "lt": column < value,
-                "lte": column <= value}[op]
+        compared: dict[str, ColumnElement[bool]] = {
+            "gt": column > value, "gte": column >= value, "lt": column < value,
+            "lte": column <= value}
+        return compared[op]
     if kind is not str:
         raise InvalidQuery(f"Invalid filter operator for {term.param}: {op}")
     if op == "icontains":
@@ -71,7 +74,9 @@ def _compare(column: Any, op: str, value: Any, kind: type, term: FilterTerm) -> 
     if op == "iendswith":
         return column.iendswith(value, autoescape=True)
     if op == "iexact":
-        return func.lower(column) == value.lower()
+        lowered: ColumnElement[str] = func.lower(column)
+        text: str = value
+        return lowered == text.lower()
     raise InvalidQuery(f"Invalid filter operator for {term.param}: {op}")
 
 

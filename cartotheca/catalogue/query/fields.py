@@ -89,10 +89,10 @@ def convert(raw: str, kind: type, param: str) -> Any:
                 raise ValueError(raw)
             return value
         if kind is float:
-            value = float(raw.strip())
-            if not math.isfinite(value):
+            number = float(raw.strip())
+            if not math.isfinite(number):
                 raise ValueError(raw)
-            return value
+            return number
         if kind is dt.datetime:
             return timeutil.parse_datetime(raw)
         if "\x00" in raw:

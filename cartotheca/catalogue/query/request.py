@@ -108,7 +108,8 @@ def parse_extent(raw_values: list[str]) -> list[tuple[float, float, float, float
     return boxes
 
 
-def split_antimeridian(minx: float, miny: float, maxx: float, maxy: float):
+def split_antimeridian(minx: float, miny: float, maxx: float, maxy: float
+                       ) -> list[tuple[float, float, float, float]]:
     if maxx - minx >= 360:
         return [(-180.0, miny, 180.0, maxy)]
     # Normalise longitudes into [-180, 180); a box whose west edge is east of its east edge
@@ -135,7 +136,8 @@ class Page:
 
 def parse_page(params: Mapping[str, list[str]], *, default_size: int, search_size: int,
                max_size: int) -> Page:
-    raw_size = (params.get("page_size") or [None])[0]
+    raw_size = first(params, "page_size")
+    size: int | None
     if raw_size is None or raw_size == "":
         size = search_size if params.get("search") else default_size
         size = size if size > 0 else None
@@ -176,6 +178,12 @@ def check_utf8(raw_query: bytes) -> None:
                 raise InvalidQuery(f"Invalid UTF-8 in query parameter: {name}") from None
 
 
+def first(params: Mapping[str, list[str]], name: str) -> str | None:
+    """The first value of a parameter, or None when it is absent."""
+    values = params.get(name)
+    return values[0] if values else None
+
+
 def query_lists(items: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for key, value in items:
@@ -213,7 +221,7 @@ class ListQuery:
             sort=tuple(sort_names(params)),
             page=parse_page(params, default_size=default_size, search_size=search_size,
                             max_size=max_size),
-            total=(params.get("total") or [None])[0],
+            total=first(params, "total"),
         )
 
     def wants_total(self) -> bool:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, column, func, or_, select, table
-from sqlalchemy.orm import Session, joinedload, selectinload
+from sqlalchemy import Column, ColumnElement, Select, and_, column, func, or_, select, table
+from sqlalchemy.orm import InstrumentedAttribute, Session, joinedload, selectinload
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query.compile import compile_filters, compile_search
 from cartotheca.catalogue.query.fields import Field, FieldMap, strict_bool
 from cartotheca.catalogue.query.paging import ListContext, Listing, page
-from cartotheca.catalogue.query.request import parse_extent
+from cartotheca.catalogue.query.request import first, parse_extent
 from cartotheca.db.models import (
     Category,
     ContactRole,
@@ -43,7 +44,8 @@ CONTACT_ROLES = (
 )
 
 
-def _to_one(fk, target_pk, target_col) -> Field:
+def _to_one(fk: InstrumentedAttribute[Any], target_pk: InstrumentedAttribute[Any],
+            target_col: InstrumentedAttribute[Any]) -> Field:
     return Field(
         target_col,
         via=lambda cond: and_(fk.is_not(None), fk.in_(select(target_pk).where(cond))),
@@ -51,7 +53,8 @@ def _to_one(fk, target_pk, target_col) -> Field:
     )
 
 
-def _to_many(assoc_fk, assoc_target, target_pk, target_col, kind: type = str) -> Field:
+def _to_many(assoc_fk: Column[Any], assoc_target: Column[Any], target_pk: InstrumentedAttribute[Any],
+             target_col: InstrumentedAttribute[Any], kind: type = str) -> Field:
     return Field(
         target_col,
         kind=kind,
@@ -63,7 +66,7 @@ def _to_many(assoc_fk, assoc_target, target_pk, target_col, kind: type = str) ->
     )
 
 
-def _contacts(role: str, column) -> Field:
+def _contacts(role: str, column: InstrumentedAttribute[Any]) -> Field:
     return Field(
         column,
         kind=int if column.key == "id" else str,
@@ -167,9 +170,9 @@ def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> li
 def resource_scope(ctx: ListContext) -> list[ColumnElement[bool]]:
     """What a resource list adds to the query language: visibility first, then the
     requester's favourites and the extent boxes when asked for."""
-    advertised = (ctx.params.get("advertised") or [None])[0]
+    advertised = first(ctx.params, "advertised")
     clauses = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised)]
-    favorite = (ctx.params.get("favorite") or [None])[0]
+    favorite = first(ctx.params, "favorite")
     if favorite is not None:
         if strict_bool(favorite, "favorite"):
             if ctx.principal.id is None:
@@ -183,7 +186,8 @@ def resource_scope(ctx: ListContext) -> list[ColumnElement[bool]]:
     return clauses
 
 
-def extent_clause(session: Session, boxes) -> ColumnElement[bool]:
+def extent_clause(session: Session, boxes: Sequence[tuple[float, float, float, float]]
+                  ) -> ColumnElement[bool]:
     """Intersection with any of the lon/lat boxes, served by the spatial index."""
     dialect = session.get_bind().dialect.name
     parts = []
@@ -225,7 +229,8 @@ def decorate(session: Session, principal: Principal, listing: Listing) -> Listin
     return listing
 
 
-def matching_ids_for_update(ctx: ListContext, base: Sequence[ColumnElement]) -> Select:
+def matching_ids_for_update(ctx: ListContext, base: Sequence[ColumnElement[bool]]
+                            ) -> Select[int]:
     """Rows a patch-all touches: the listed, visible rows the requester may change."""
     clauses = resource_clauses(ctx)
     if not ctx.principal.is_superuser:
