@@ -11,7 +11,7 @@ from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.db.models import ExecutionRequest, User
-from cartotheca.errors import NotAuthenticated, NotFound, PermissionDenied
+from cartotheca.errors import Conflict, NotAuthenticated, NotFound, PermissionDenied
 
 E = ExecutionRequest
 EXECUTION_FIELDS = FieldMap(
@@ -61,8 +61,6 @@ def get_execution(session, principal: Principal, raw_id: str) -> tuple[Execution
 
 
 def forget(session, execution: ExecutionRequest) -> None:
-    from cartotheca.errors import Conflict
-
     if execution.status in ("ready", "running"):
         raise Conflict("The execution has not ended yet")
     session.delete(execution)

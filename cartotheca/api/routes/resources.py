@@ -27,6 +27,7 @@ from cartotheca.api.deps import (
 )
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
+from cartotheca.api.schemas.permissions import resource_types_body
 from cartotheca.api.schemas.resources import RecordContext, records, select_fields
 from cartotheca.catalogue import resource_lifecycle
 from cartotheca.catalogue import resources as catalogue
@@ -156,8 +157,6 @@ class ResourceRoutes:
 
         @router.get("/resource_types", summary="Resource types with visible counts")
         def resource_types(db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
-            from cartotheca.api.schemas.permissions import resource_types_body
-
             counts = catalogue.type_counts(db, principal, settings)
             return JSON(resource_types_body(counts))
 
