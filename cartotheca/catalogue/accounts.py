@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from cartotheca.catalogue import events, login_guard, query
+from cartotheca.catalogue import events, login_guard, query, reference
 from cartotheca.catalogue.auth import (
     Principal,
     digest,
@@ -76,8 +76,6 @@ class BootstrapResult:
 
 def bootstrap(session: Session, settings: Settings, *, create_admin: bool = True) -> BootstrapResult:
     """Internal groups, reference data and the first administrator, on an empty database."""
-    from cartotheca.catalogue import reference
-
     forget_internal_groups()
     internal_group_ids(session, settings)
     reference.seed(session)

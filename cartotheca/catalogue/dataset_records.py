@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+from pyproj import CRS, Transformer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -58,8 +60,6 @@ def parse_permissions(session: Session, settings: Settings, body: Any) -> permis
     if body in (None, "", {}):
         return None
     if isinstance(body, (str, bytes)):
-        import orjson
-
         try:
             body = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -184,8 +184,6 @@ def _as_datetime(value: Any) -> dt.datetime | None:
 
 
 def lonlat_bounds(bounds, crs_wkt: str) -> tuple[float, float, float, float]:
-    from pyproj import CRS, Transformer
-
     crs = CRS.from_user_input(crs_wkt)
     if crs.to_epsg() == 4326:
         return tuple(float(v) for v in bounds)

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,8 +212,6 @@ def remote_thumbnail_pixels(settings: Settings, url: str, extension: str, size: 
     within TIMEOUT and MAX_DOCUMENT_SIZE) and checked like an upload; None when not possible."""
     if not net.host_allowed(_host(url), settings.PROXY_ALLOWED_HOSTS):
         return None
-    import tempfile
-
     try:
         fetched = net.fetch(url, settings, max_bytes=max_bytes(settings), policy=policy)
     except InvalidInput as exc:

@@ -27,6 +27,7 @@ from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.event_messages import chat_payload, email_message
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Delivery, Favorite, GroupMember, Notice, Resource, User
+from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.events")
@@ -351,8 +352,6 @@ class Dispatcher:
 
     def session(self) -> Session:
         if self._sessionmaker is None:
-            from cartotheca.db.session import make_engine, make_sessionmaker
-
             self._engine = make_engine(self.settings)
             self._sessionmaker = make_sessionmaker(self._engine)
         return self._sessionmaker()

@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyogrio
+import pyogrio.raw
+import rasterio
+from pyproj import CRS
+from pyproj.exceptions import CRSError
+from rasterio.errors import RasterioError
 
 from cartotheca import xmlsafe
 from cartotheca.errors import InvalidInput
@@ -185,8 +193,6 @@ def inspect_vector(candidate: Candidate, *, charset: str | None, time: bool,
     """Validate every layer of a vector candidate; each becomes a dataset. Layers are kept in
     memory for the store's copy while ``budget`` (by default PRELOAD_BYTES per call) lasts."""
     budget = budget or PreloadBudget()
-    import pyogrio
-
     encoding = _encoding_for(candidate, charset)
     if candidate.driver in TEXT_DRIVERS and encoding != "utf-8":
         candidate = _transcoded(candidate, encoding)
@@ -244,8 +250,6 @@ def _transcoded(candidate: Candidate, encoding: str) -> Candidate:
 
 def _inspect_layer(candidate: Candidate, layer: str | None, name: str, encoding: str,
                    options: Mapping[str, str], time: bool, budget: PreloadBudget) -> VectorSource:
-    import pyogrio
-
     label = candidate.path.name + (f" (layer {layer})" if layer else "")
     shapefile_encoding = encoding if candidate.driver == "ESRI Shapefile" else None
     try:
@@ -288,9 +292,6 @@ def _xsd(ogr_type: str, subtype: str) -> str:
 
 
 def _crs(declared: str | None, candidate: Candidate, label: str) -> tuple[str, int | None]:
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
     if declared is None:
         if candidate.driver in LONLAT_DRIVERS:
             declared = "EPSG:4326"
@@ -310,9 +311,6 @@ def _read_all(source: SourceLayer, fields: list[FieldInfo], label: str, budget: 
     themselves, which the store then copies instead of reading the file again. Text must be
     valid in the layer's character set: GDAL passes undecodable bytes through untouched, and
     they are caught here instead of being mangled."""
-    import pyarrow as pa
-    import pyogrio.raw
-
     kinds = GeometryKinds()
     chunks: dict[str, list[Any]] = {f.name: [] for f in fields}
     kept: list[Any] | None = []
@@ -357,8 +355,6 @@ def _read_all(source: SourceLayer, fields: list[FieldInfo], label: str, budget: 
 def _non_empty_codes(wkb: Any) -> np.ndarray:
     """ISO type codes of a WKB column, -1 for nulls and empty geometries (a part count of 0:
     9 bytes; an empty point is NaN coordinates)."""
-    import pyarrow.compute as pc
-
     codes = wkb_type_codes(wkb)
     lengths = pc.binary_length(wkb).to_numpy(zero_copy_only=False)
     codes[np.nan_to_num(lengths, nan=0) <= 9] = -1
@@ -373,8 +369,6 @@ def _is_shapefile(source: SourceLayer) -> bool:
 
 
 def _check_text(column: Any, name: str, label: str, encoding: str) -> None:
-    import pyarrow as pa
-
     try:
         column.validate(full=True)
     except pa.ArrowInvalid:
@@ -407,8 +401,6 @@ def _geometry_type(types: set[str], label: str) -> str:
 
 def _enable_time(result: VectorSource, label: str) -> None:
     """time=true: the first date or date-time attribute is the time dimension."""
-    import pyarrow.compute as pc
-
     for info in result.fields:
         column = result.values.get(info.name)
         if info.type in TIME_TYPES and column is not None and column.null_count < len(column):
@@ -453,9 +445,6 @@ class RasterSource:
 
 
 def inspect_raster(candidate: Candidate) -> RasterSource:
-    import rasterio
-    from rasterio.errors import RasterioError
-
     label = candidate.path.name
     try:
         with rasterio.open(candidate.path) as src:

@@ -11,6 +11,9 @@ import json
 import math
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 NA = "NA"
 NUMERIC = ("xsd:int", "xsd:long", "xsd:double", "xsd:float", "xsd:short", "xsd:decimal")
 IDENTIFIERS = ("id", "identifier")
@@ -30,9 +33,6 @@ def attribute_stats(name: str, xsd_type: str, column: Any) -> dict[str, Any]:
     out = empty()
     if column is None:
         return out
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     out["count"] = int(len(column) - column.null_count)
     out["unique_values"] = _unique(column)
     if not _aggregable(name, xsd_type) or out["count"] == 0:
@@ -59,8 +59,6 @@ def attribute_stats(name: str, xsd_type: str, column: Any) -> dict[str, Any]:
 
 def _median(values: Any) -> float | None:
     """The exact median (the mean of the two middle values for an even count), as numpy gives."""
-    import pyarrow.compute as pc
-
     quantiles = pc.quantile(values, q=0.5, interpolation="midpoint")
     return quantiles[0].as_py() if len(quantiles) else None
 
@@ -84,9 +82,6 @@ def _unique(column: Any) -> str:
     """The distinct values as JSON when there are at most MAX_UNIQUE; slice by slice, so a
     column of many values (an identifier, a measurement) stops being hashed as soon as it has
     too many, usually within its first slice."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     slices = (chunk.slice(start, UNIQUE_SLICE) for chunk in chunks
               for start in range(0, len(chunk), UNIQUE_SLICE))

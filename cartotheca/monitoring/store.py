@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sqlalchemy import select, tuple_
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from cartotheca.db.models import MetricLabel, MonitoredResource, MonitoringMetric
@@ -64,10 +66,7 @@ def _select_resources(session: Session, keys: Iterable[tuple[str, str]]) -> dict
 
 
 def insert_ignoring_conflicts(session: Session, model: Any, rows: list[dict[str, Any]]) -> None:
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
+    insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     for chunk in _chunks(rows):
         session.execute(insert(model.__table__).on_conflict_do_nothing(), chunk)
 

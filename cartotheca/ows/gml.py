@@ -11,6 +11,7 @@ the axis order it implies is ``ows.crs.parse_srs``.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -155,8 +156,6 @@ def xml_value(value: Any) -> str:
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()
     if isinstance(value, bytes):
-        import base64
-
         return base64.b64encode(value).decode("ascii")
     return escape(value)
 

@@ -8,6 +8,7 @@ before the resources router for the same reason.
 
 from __future__ import annotations
 
+import html
 import shutil
 import tempfile
 import uuid
@@ -148,8 +149,6 @@ def dataset_embed(alternate: str, db: DbDep, principal: PrincipalDep, settings: 
 
 
 def _escape(text: str) -> str:
-    import html
-
     return html.escape(text or "", quote=True)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 
@@ -33,8 +34,6 @@ def page_link(request: Request, page: int | None) -> str | None:
 
 
 def _encode(items: list[tuple[str, str]]) -> str:
-    from urllib.parse import urlencode
-
     return urlencode(items)
 
 
