@@ -8,14 +8,25 @@ import os
 import sys
 
 import click
+from celery import Celery
 
 from cartotheca import __version__, siteurl, timeutil
-from cartotheca.catalogue import oauth
+from cartotheca.catalogue import accounts, events, oauth
 from cartotheca.catalogue.auth import configure_password_hashing
+from cartotheca.catalogue.families import build_kinds
+from cartotheca.catalogue.harvesting.scheduling import enqueue_due_runs
+from cartotheca.db.base import utcnow
+from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.errors import CartothecaError
+from cartotheca.management.commands import COMMANDS, get_command, run_now
+from cartotheca.monitoring.collector import collect_once
+from cartotheca.ows import render
+from cartotheca.ows.thumbnails import MapThumbnails
 from cartotheca.server import ServerLimits, uvicorn_options
 from cartotheca.settings import Settings, get_settings
+from cartotheca.tasks.backends.celery import DELIVER_NOTIFICATIONS, CeleryBackend, Periodic, worker_app
+from cartotheca.tasks.jobs import build_engine
 
 
 def _settings() -> Settings:
@@ -78,10 +89,6 @@ def _announce(host: str, port: int, settings: Settings) -> None:
 
 
 def _prepare(settings: Settings, *, create_admin: bool = True, announce: bool = True) -> None:
-    from cartotheca.catalogue import accounts
-    from cartotheca.db.migrate import upgrade
-    from cartotheca.db.session import make_engine, make_sessionmaker
-
     configure_password_hashing(settings)
     engine = make_engine(settings)
     upgrade(engine)
@@ -106,14 +113,54 @@ def worker(concurrency: int | None, loglevel: str, beat: bool) -> None:
     """Run a Celery worker for executions (TASK_BACKEND=celery, broker CELERY_BROKER_URL)."""
     settings = _settings()
     _prepare(settings, create_admin=False)
-    from cartotheca.tasks.backends.celery import celery_app
-
-    celery_app.worker_main([
+    compose_worker(settings).worker_main([
         "worker", f"--loglevel={loglevel}", "--pool=threads",
         f"--concurrency={concurrency or settings.EXECUTION_WORKERS}",
         "--without-gossip", "--without-mingle",
         *(["--beat", f"--schedule={settings.ensure_data_dir() / 'celerybeat-schedule'}"] if beat else []),
     ])
+
+
+def compose_worker(settings: Settings) -> Celery:
+    """The Celery worker's composition: the engine with the job table, and the periodic tasks
+    its beat schedules (each claims its work in the database, so two beats never do it twice)."""
+    sessions = make_sessionmaker(make_engine(settings))
+    kinds = build_kinds(MapThumbnails(), render.forget_data)
+    tasks = build_engine(settings, sessions, kinds)
+
+    def deliver_notifications() -> None:
+        """Expand new notices and send the due deliveries; woken after commits, and by beat
+        for retries. Deliveries are claimed in the database, so workers never send one twice."""
+        events.deliver_due(sessions, settings)
+
+    def enqueue_harvests() -> None:
+        """Start the scheduled harvester actions that are due (each action is claimed)."""
+        with sessions() as session:
+            started = enqueue_due_runs(session, settings, utcnow())
+            session.commit()
+        for exec_id in started:
+            tasks.dispatch(exec_id)
+
+    def collect_monitoring() -> None:
+        """The monitoring collection cycle for all servers: servers only write their captured
+        requests, this aggregates them (each period is claimed)."""
+        collect_once(settings, sessions)
+
+    periodic = [
+        Periodic(DELIVER_NOTIFICATIONS, "deliver-notifications",
+                 settings.NOTIFICATIONS_POLL_SECONDS, deliver_notifications),
+        Periodic("cartotheca.enqueue_harvests", "enqueue-harvests",
+                 settings.HARVESTING_SCHEDULER_INTERVAL, enqueue_harvests),
+    ]
+    if settings.MONITORING_ENABLED:
+        periodic.append(Periodic("cartotheca.collect_monitoring", "collect-monitoring",
+                                 settings.MONITORING_COLLECTION_INTERVAL, collect_monitoring))
+
+    def wake_delivery(backend: CeleryBackend) -> None:
+        # Notices written by jobs in this worker wake a delivery task after their commit.
+        events.add_waker(backend.request_notifications)
+
+    return worker_app(tasks, periodic, on_ready=[wake_delivery])
 
 
 @main.group()
@@ -125,9 +172,6 @@ def monitoring() -> None:
 @click.option("--until", default=None, help="aggregate the periods ending by this UTC time (ISO 8601)")
 def monitoring_collect(until: str | None) -> None:
     """Run one collection cycle: aggregate finished periods, evaluate notification checks."""
-    from cartotheca.db.session import make_engine, make_sessionmaker
-    from cartotheca.monitoring.collector import collect_once
-
     settings = _settings()
     _prepare(settings, create_admin=False)
     moment = timeutil.read_datetime(until, form=True) if until else None
@@ -156,11 +200,6 @@ def migrate() -> None:
 @click.option("--noinput", "--no-input", "noinput", is_flag=True, help="never prompt")
 def createsuperuser(username: str | None, email: str, password: str | None, noinput: bool) -> None:
     """Create an administrator account."""
-    from cartotheca.catalogue import accounts
-    from cartotheca.db.migrate import upgrade
-    from cartotheca.db.session import make_engine, make_sessionmaker
-    from cartotheca.errors import CartothecaError
-
     password = password or os.environ.get("CARTOTHECA_SUPERUSER_PASSWORD")
     if not username:
         if noinput:
@@ -281,10 +320,6 @@ def _management_command(command) -> click.Command:
 
 
 def _run_management(name: str, values: dict) -> None:
-    from cartotheca.db.session import make_engine, make_sessionmaker
-    from cartotheca.errors import CartothecaError
-    from cartotheca.management.commands import get_command, run_now
-
     try:
         get_command(name).parse([], values)  # refuse bad options before touching the database
         settings = _settings()
@@ -301,8 +336,6 @@ def _run_management(name: str, values: dict) -> None:
 
 
 def _add_management_commands() -> None:
-    from cartotheca.management.commands import COMMANDS
-
     for command in COMMANDS.values():
         main.add_command(_management_command(command))
 

@@ -23,7 +23,9 @@ from urllib.parse import urlsplit
 
 class HasSiteURL(Protocol):
     SITEURL: str
-    model_fields_set: set[str]
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
 
 
 _request_site: ContextVar[str | None] = ContextVar("cartotheca_request_site", default=None)

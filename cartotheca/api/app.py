@@ -12,6 +12,36 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cartotheca import __version__, web
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
+from cartotheca.api.routes import (
+    auth,
+    csw,
+    datasets,
+    discovery,
+    documents,
+    downloads,
+    executions,
+    facets,
+    geoapps,
+    groups,
+    harvesters,
+    management,
+    mapclient,
+    maps,
+    metadata,
+    monitoring,
+    oauth_applications,
+    ows,
+    reference,
+    resource_extras,
+    resource_operations,
+    resources,
+    styles,
+    thumbnails,
+    tiles,
+    upload_limits,
+    uploads,
+    users,
+)
 from cartotheca.api.site import SiteMiddleware
 from cartotheca.catalogue import accounts, events
 from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
@@ -28,7 +58,10 @@ from cartotheca.monitoring.collector import Monitor
 from cartotheca.ows import render
 from cartotheca.ows.thumbnails import MapThumbnails
 from cartotheca.settings import Settings, get_settings
-from cartotheca.tasks.engine import build_engine, start_backend
+from cartotheca.tasks.backends.celery import CeleryBackend
+from cartotheca.tasks.backends.inprocess import InProcessBackend
+from cartotheca.tasks.engine import Backend, Engine
+from cartotheca.tasks.jobs import build_engine
 
 SLASH_OPTIONAL = ("/api/v2/", "/o/", "/api/o/", "/mapclient/")
 
@@ -130,7 +163,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     )
     app.state.monitoring = monitor
     add_exception_handlers(app)
-    include_routers(app)
+    include_routers(app, settings)
     app.add_middleware(TrailingSlash)
     if monitor is not None:
         # Outermost, so it times the whole request and sees the path as the client sent it.
@@ -142,38 +175,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     return app
 
 
-def include_routers(app: FastAPI) -> None:
-    from cartotheca.api.routes import (
-        auth,
-        csw,
-        datasets,
-        discovery,
-        documents,
-        downloads,
-        executions,
-        facets,
-        geoapps,
-        groups,
-        harvesters,
-        management,
-        mapclient,
-        maps,
-        metadata,
-        monitoring,
-        oauth_applications,
-        ows,
-        reference,
-        resource_extras,
-        resource_operations,
-        resources,
-        styles,
-        thumbnails,
-        tiles,
-        upload_limits,
-        uploads,
-        users,
-    )
-
+def include_routers(app: FastAPI, settings: Settings) -> None:
     # The map server's routers first: routing tries each included router in turn (about 1 ms
     # over the API's), which would show on every tile and map. resource_operations,
     # resource_extras and the typed collections before resources: their fixed sub-paths must win
@@ -184,7 +186,19 @@ def include_routers(app: FastAPI) -> None:
                    management, harvesters, oauth_applications):
         app.include_router(module.router)
     # The browser pages last: the API's own paths (POST /account/login ...) come first.
-    web.install(app)
+    web.install(app, settings)
+
+
+def start_backend(tasks: Engine) -> Backend:
+    """The backend TASK_BACKEND names, started and given to the engine."""
+    if tasks.settings.TASK_BACKEND == "celery":
+        backend: Backend = CeleryBackend(tasks)
+    elif tasks.settings.TASK_BACKEND == "inprocess":
+        backend = InProcessBackend(tasks)
+    else:
+        raise ValueError(f"unknown TASK_BACKEND {tasks.settings.TASK_BACKEND!r}")
+    tasks.backend = backend
+    return backend
 
 
 def app_factory() -> FastAPI:

@@ -214,7 +214,7 @@ def _stop_requested(bind: Engine, job_id: int) -> bool:
 def run_job(ctx: JobContext) -> dict[str, Any]:
     """Run the job of this execution: STARTED, the command with its checkpoints, FINISHED."""
     job_id = ctx.params["job_id"]
-    bind = ctx.session.get_bind()
+    bind = ctx.database()
     # STARTED too: the engine runs an execution again when its worker was lost mid-run.
     if not _set(bind, job_id, Job.status.in_((QUEUED, STARTED)), status=STARTED, start_time=utcnow()):
         return {"output": {"job_id": job_id, "outcome": REVOKED}}  # stopped before it ran

@@ -34,12 +34,14 @@ from cartotheca.db.models import (
     MonitoredService,
     RequestEvent,
 )
+from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.monitoring import alerts, store
 from cartotheca.monitoring.aggregation import aggregate_period
 from cartotheca.monitoring.capture import RequestBuffer
 from cartotheca.monitoring.configuration import ServiceSet, ensure_configured
 from cartotheca.monitoring.hosts import HostSampler
 from cartotheca.monitoring.periods import align_start
+from cartotheca.monitoring.recording import Recorder
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.monitoring")
@@ -62,8 +64,6 @@ class CycleReport:
 class Collector:
     def __init__(self, settings: Settings, sessions: SessionFactory, *,
                  buffer: RequestBuffer | None = None, sample_host: bool = False):
-        from cartotheca.monitoring.recording import Recorder
-
         self.settings, self.sessions, self.buffer = settings, sessions, buffer
         self.recorder = Recorder(settings)
         self.sample_host = sample_host
@@ -245,8 +245,6 @@ class Monitor:
 
     def _session(self) -> Session:
         if self._sessionmaker is None:
-            from cartotheca.db.session import make_engine, make_sessionmaker
-
             self._engine = make_engine(self.settings)
             self._sessionmaker = make_sessionmaker(self._engine)
         return self._sessionmaker()

@@ -16,9 +16,10 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, Result, select, update
+from sqlalchemy import Engine as Database
 from sqlalchemy.orm import Session, sessionmaker
 
 from cartotheca.db.base import utcnow
@@ -44,6 +45,14 @@ class JobContext:
     follow_ups: list[dict[str, Any]] = field(default_factory=list)
     # What the composition root hands the jobs (the catalogue's kinds); the engine never reads it.
     services: Any = None
+
+    def database(self) -> Database:
+        """What the session is bound to, for the writes a job commits on its own (states that
+        pollers must see at once, whatever becomes of the job's transaction)."""
+        bind = self.session.get_bind()
+        if not isinstance(bind, Database):
+            raise TypeError("an execution's session is bound to an engine")
+        return bind
 
     def step(self, name: str) -> None:
         self.execution.step = name
@@ -77,6 +86,9 @@ class Backend(Protocol):
 
 
 class Engine:
+    """Runs executions of the jobs it is given; knows no job itself. The job table and the
+    backend are put in by the composition root (the app, the CLI, the Celery worker)."""
+
     def __init__(self, settings: Settings, sessions: sessionmaker[Session], jobs: Mapping[str, Job],
                  abandoned: Mapping[str, Abandon] | None = None, services: Any = None):
         self.settings = settings
@@ -119,7 +131,7 @@ class Engine:
                         worker=WORKER_NAME, heartbeat=now, last_updated=now)
             )
             session.commit()
-            return result.rowcount == 1
+            return _rowcount(result) == 1
 
     def run(self, exec_id: str) -> str | None:
         """Claim and run one execution; returns its final status, or None if not claimed."""
@@ -134,8 +146,8 @@ class Engine:
 
     def _run_claimed(self, exec_id: str) -> str:
         with self.sessions() as session:
-            execution = session.scalar(select(ExecutionRequest).where(
-                ExecutionRequest.exec_id == exec_id))
+            execution = session.scalars(select(ExecutionRequest).where(
+                ExecutionRequest.exec_id == exec_id)).one()
             job = self.jobs[execution.func_name]
             ctx = JobContext(session, self.settings, execution, dict(execution.input_params or {}),
                              services=self.services)
@@ -203,9 +215,10 @@ class Engine:
                         ExecutionRequest.heartbeat < cutoff,
                     ).values(last_updated=now, **values)
                 )
-                if result.rowcount and retry:
+                changed = _rowcount(result)
+                if changed and retry:
                     retried.append(exec_id)
-                elif result.rowcount and func_name in self.abandoned:
+                elif changed and func_name in self.abandoned:
                     self._abandon(session, exec_id, func_name, dict(params or {}), reason)
             session.commit()
         for exec_id in retried:
@@ -228,6 +241,11 @@ class Engine:
                 select(ExecutionRequest.exec_id).where(ExecutionRequest.status == READY)
                 .order_by(ExecutionRequest.created).limit(limit)
             ))
+
+
+def _rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE changed: a session answers DML with a ``CursorResult``, typed ``Result``."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 class Heartbeat:
@@ -259,24 +277,3 @@ class Heartbeat:
                     session.commit()
             except Exception:
                 log.warning("heartbeat of %s not written", self.exec_id, exc_info=True)
-
-
-def build_engine(settings: Settings, sessions: sessionmaker[Session], services: Any = None) -> Engine:
-    from cartotheca.tasks.jobs import ABANDONED, JOBS
-
-    return Engine(settings, sessions, JOBS, ABANDONED, services)
-
-
-def start_backend(engine: Engine) -> Backend:
-    if engine.settings.TASK_BACKEND == "celery":
-        from cartotheca.tasks.backends.celery import CeleryBackend
-
-        backend: Backend = CeleryBackend(engine)
-    elif engine.settings.TASK_BACKEND == "inprocess":
-        from cartotheca.tasks.backends.inprocess import InProcessBackend
-
-        backend = InProcessBackend(engine)
-    else:
-        raise ValueError(f"unknown TASK_BACKEND {engine.settings.TASK_BACKEND!r}")
-    engine.backend = backend
-    return backend

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
 from cartotheca import siteurl
 from cartotheca.catalogue import (
@@ -28,7 +28,7 @@ from cartotheca.errors import CartothecaError, InvalidInput, NotFound
 from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.management.jobs import run_job as management_command
 from cartotheca.settings import Settings
-from cartotheca.tasks.engine import Job, JobContext
+from cartotheca.tasks.engine import Engine, Job, JobContext
 
 
 def _kinds(ctx: JobContext) -> Kinds:
@@ -144,7 +144,7 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
     """
     upload_id = ctx.params["upload_id"]
     staging = uploads.staging_dir(ctx.settings, ctx.params["staging"])
-    bind = ctx.session.get_bind()
+    bind = ctx.database()
     failure: dict[str, str] = {}
 
     def failed() -> None:
@@ -167,7 +167,7 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
                 "dataset_thumbnail", "thumbnail", {"resource_id": resource.id}, resource.id),
         )
         ctx.step("finishing")
-        upload = ctx.session.get(Upload, upload_id)
+        upload = ctx.session.get_one(Upload, upload_id)
         first = resources[0] if resources else None
         uploads.mark_processed(upload, first, first.srid if first else None)
         ctx.execution.resource_id = first.id if first else None
@@ -262,3 +262,9 @@ JOBS: dict[str, Job] = {
 
 # What the recovery records when it gives an execution of these jobs up for good.
 ABANDONED = {"import_upload": abandon_import}
+
+
+def build_engine(settings: Settings, sessions: sessionmaker[Session], kinds: Kinds | None = None) -> Engine:
+    """The engine with this job table and the resource ``kinds`` its jobs use: the one the app,
+    the CLI and the Celery worker run."""
+    return Engine(settings, sessions, JOBS, ABANDONED, kinds)

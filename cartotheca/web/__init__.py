@@ -6,20 +6,16 @@ bundled front-end script (built from ``frontend/`` into ``static/``; see ``front
 
 from __future__ import annotations
 
-from pathlib import Path
+from fastapi import FastAPI
+from starlette.staticfiles import StaticFiles
 
-STATIC_DIR = Path(__file__).parent / "static"
-TEMPLATES_DIR = Path(__file__).parent / "templates"
-STATIC_PREFIX = "/static/web"
+from cartotheca.settings import Settings
+from cartotheca.web.pages import STATIC_DIR, STATIC_PREFIX, make_router
 
 
-def install(app) -> None:
+def install(app: FastAPI, settings: Settings) -> None:
     """Add the pages' router, mount the static assets and quiet the Basic challenge for scripts."""
-    from starlette.staticfiles import StaticFiles
-
-    from cartotheca.web.pages import router
-
-    app.include_router(router)
+    app.include_router(make_router(settings))
     app.mount(STATIC_PREFIX, StaticFiles(directory=STATIC_DIR), name="web-static")
     app.add_middleware(ScriptedRequests)
 

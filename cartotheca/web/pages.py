@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,11 +16,11 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
 from cartotheca import siteurl
-from cartotheca.api.deps import SettingsDep
 from cartotheca.settings import Settings
-from cartotheca.web import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
 
-router = APIRouter(include_in_schema=False)
+STATIC_DIR = Path(__file__).parent / "static"
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+STATIC_PREFIX = "/static/web"
 
 # The pages' own headers: no inline script may run, assets only from this server.
 SECURITY_HEADERS = {
@@ -69,57 +70,54 @@ def render(request: Request, settings: Settings, template: str, page: str, title
     return HTMLResponse(html, headers=SECURITY_HEADERS)
 
 
-@router.get("/")
-@router.get("/catalogue")
-@router.get("/catalogue/")
-def catalogue(request: Request, settings: SettingsDep) -> HTMLResponse:
-    # Resource pages live behind the hash (/catalogue/#/dataset/1): the script routes them.
-    return render(request, settings, "catalogue.html", "catalogue", "Catalogue",
-                  world_url=asset_url(base_path(request, settings), "world-110m.json"))
+def make_router(settings: Settings) -> APIRouter:
+    """The pages' routes, for the app's ``settings``."""
+    router = APIRouter(include_in_schema=False)
 
+    @router.get("/")
+    @router.get("/catalogue")
+    @router.get("/catalogue/")
+    def catalogue(request: Request) -> HTMLResponse:
+        # Resource pages live behind the hash (/catalogue/#/dataset/1): the script routes them.
+        return render(request, settings, "catalogue.html", "catalogue", "Catalogue",
+                      world_url=asset_url(base_path(request, settings), "world-110m.json"))
 
-@router.get("/account/login")
-def login_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "login.html", "login", "Log in")
+    @router.get("/account/login")
+    def login_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "login.html", "login", "Log in")
 
+    @router.get("/account/logout")
+    def logout_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "logout.html", "logout", "Log out")
 
-@router.get("/account/logout")
-def logout_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "logout.html", "logout", "Log out")
+    @router.get("/upload")
+    def upload_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "upload.html", "upload", "Upload a dataset or documents")
 
+    @router.get("/account/signup")
+    def signup_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "signup.html", "signup", "Sign up",
+                      signup_open=settings.ACCOUNT_OPEN_SIGNUP)
 
-@router.get("/upload")
-def upload_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "upload.html", "upload", "Upload a dataset or documents")
+    @router.get("/account/profile")
+    def profile_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "profile.html", "profile", "Your profile")
 
+    @router.get("/account/applications")
+    def applications_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "applications.html", "applications", "OAuth2 applications")
 
-@router.get("/account/signup")
-def signup_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "signup.html", "signup", "Sign up",
-                  signup_open=settings.ACCOUNT_OPEN_SIGNUP)
+    @router.get("/maps/new")
+    def map_composer(request: Request) -> HTMLResponse:
+        return render(request, settings, "composer.html", "composer", "Compose a map", map_id="")
 
+    @router.get("/maps/{map_id}/edit")
+    def map_editor(map_id: int, request: Request) -> HTMLResponse:
+        return render(request, settings, "composer.html", "composer", "Edit a map", map_id=str(map_id))
 
-@router.get("/account/profile")
-def profile_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "profile.html", "profile", "Your profile")
+    @router.get("/monitoring")
+    @router.get("/monitoring/")
+    def monitoring_dashboard(request: Request) -> HTMLResponse:
+        return render(request, settings, "dashboard.html", "dashboard", "Monitoring")
 
-
-@router.get("/account/applications")
-def applications_page(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "applications.html", "applications", "OAuth2 applications")
-
-
-@router.get("/maps/new")
-def map_composer(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "composer.html", "composer", "Compose a map", map_id="")
-
-
-@router.get("/maps/{map_id}/edit")
-def map_editor(map_id: int, request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "composer.html", "composer", "Edit a map", map_id=str(map_id))
-
-
-@router.get("/monitoring")
-@router.get("/monitoring/")
-def monitoring_dashboard(request: Request, settings: SettingsDep) -> HTMLResponse:
-    return render(request, settings, "dashboard.html", "dashboard", "Monitoring")
+    return router

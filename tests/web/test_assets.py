@@ -8,7 +8,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from cartotheca.web import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
+from cartotheca.web.pages import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 FRONTEND = ROOT / "frontend"

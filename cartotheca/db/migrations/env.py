@@ -6,6 +6,8 @@ from alembic import context
 
 import cartotheca.db.models  # noqa: F401  (registers every table)
 from cartotheca.db.base import Base
+from cartotheca.db.session import make_engine
+from cartotheca.settings import get_settings
 
 config = context.config
 
@@ -13,9 +15,6 @@ config = context.config
 def run_migrations() -> None:
     connection = config.attributes.get("connection")
     if connection is None:
-        from cartotheca.db.session import make_engine
-        from cartotheca.settings import get_settings
-
         engine = make_engine(get_settings())
         with engine.connect() as connection:
             _run(connection)

@@ -12,13 +12,22 @@ ordering run there, the bbox goes through the GeoPackage R-tree; PostGIS uses it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     from sqlalchemy import ColumnElement, Table
+
+
+Box = tuple[float, float, float, float]  # min x, min y, max x, max y
+
+
+def as_box(values: Iterable[Any]) -> Box:
+    """Four numbers (from a database row, a request) as a ``Box`` of floats."""
+    minx, miny, maxx, maxy = (float(v) for v in values)
+    return minx, miny, maxx, maxy
 
 
 @dataclass(frozen=True)

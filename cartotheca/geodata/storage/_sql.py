@@ -8,7 +8,7 @@ reprojected with pyproj (always x/y order).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from pyproj import CRS, Transformer
 
 from cartotheca.errors import InvalidInput
-from cartotheca.geodata.storage import FeatureBatch, FeatureQuery, StoredLayer
+from cartotheca.geodata.storage import FeatureBatch, FeatureQuery, StoredLayer, as_box
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -142,7 +142,8 @@ class SQLVectorStore:
         finally:
             chunks.close()
 
-    def _streamed(self, stored: StoredLayer, statement: sa.Select, batch_size: int) -> Iterator[list]:
+    def _streamed(self, stored: StoredLayer, statement: sa.Select, batch_size: int
+                  ) -> Generator[Sequence[Any], None, None]:
         """Rows of one statement through one connection, held until the last row is read."""
         with self._engine(stored).connect() as conn:
             result = self._stream(conn, statement, batch_size)
@@ -152,7 +153,7 @@ class SQLVectorStore:
                 result.close()
 
     def _pages(self, stored: StoredLayer, table: sa.Table, query: FeatureQuery, names: list[str],
-               batch_size: int, paged: bool) -> Iterator[list]:
+               batch_size: int, paged: bool) -> Generator[Sequence[Any], None, None]:
         """Rows page by page, each page read through a connection of its own.
 
         A server database's pooled connections are shared by every request, and a streamed
@@ -221,7 +222,7 @@ class SQLVectorStore:
     def _filters(self, stored: StoredLayer, table: sa.Table, query: FeatureQuery) -> list[Any]:
         clauses = []
         if query.bbox is not None:
-            bbox = bbox_to_native(tuple(map(float, query.bbox)), query.bbox_crs, self.native_crs(stored))
+            bbox = bbox_to_native(as_box(query.bbox), query.bbox_crs, self.native_crs(stored))
             clauses.append(self._bbox_clause(stored, table, bbox))
         if query.fids is not None:
             clauses.append(table.c[stored.fid_column].in_([int(f) for f in query.fids]))
@@ -254,7 +255,7 @@ class SQLVectorStore:
 
     # -- results ------------------------------------------------------------------------------
 
-    def _batch(self, stored: StoredLayer, rows: list[Any], names: list[str]) -> FeatureBatch:
+    def _batch(self, stored: StoredLayer, rows: Sequence[Any], names: list[str]) -> FeatureBatch:
         fids = [row[0] for row in rows]
         geometries = self._decode([row[1] for row in rows])
         properties = {name: [row[i + 2] for row in rows] for i, name in enumerate(names)}

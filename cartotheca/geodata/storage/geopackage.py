@@ -26,7 +26,7 @@ from sqlalchemy.pool import NullPool
 from sqlalchemy.sql import operators
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
-from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, gpkg_copy, gpkg_geometry
+from cartotheca.geodata.storage import FieldInfo, SourceLayer, StoredLayer, as_box, gpkg_copy, gpkg_geometry
 from cartotheca.geodata.storage._files import publish, remove
 from cartotheca.geodata.storage._source import (
     BATCH_SIZE,
@@ -282,7 +282,7 @@ class GeoPackageStore(SQLVectorStore):
             crs_wkt, srid = crs_info(definition)
         bounds = None
         if count and extent and None not in extent:
-            bounds = tuple(float(v) for v in extent)
+            bounds = as_box(extent)
         return StoredLayer(storage=self.name, location=f"{layer}.gpkg", layer=layer, geometry_column="geom",
                            fid_column="fid", geometry_type=geometry_type, srid=srid, crs_wkt=crs_wkt,
                            feature_count=int(count), bounds=bounds, fields=fields)

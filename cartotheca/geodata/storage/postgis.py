@@ -27,7 +27,7 @@ from pyproj import CRS
 from sqlalchemy.dialects import postgresql
 
 from cartotheca.errors import Conflict, InvalidInput, NotFound
-from cartotheca.geodata.storage import SourceLayer, StoredLayer
+from cartotheca.geodata.storage import SourceLayer, StoredLayer, as_box
 from cartotheca.geodata.storage._source import (
     BATCH_SIZE,
     GeometryKinds,
@@ -164,7 +164,10 @@ class PostGISStore(SQLVectorStore):
         it raises (whatever it raises, an interrupt included), the connection closed."""
         connection = self.engine.raw_connection()
         try:
-            with connection.driver_connection.cursor() as cursor:
+            driver = connection.driver_connection
+            if driver is None:  # a fresh checkout always has one; only an invalidated one has not
+                raise RuntimeError("the datastore connection is closed")
+            with driver.cursor() as cursor:
                 yield cursor
             connection.commit()
         except BaseException:
@@ -237,7 +240,7 @@ class PostGISStore(SQLVectorStore):
         return StoredLayer(storage=self.name, location=location, layer=name, geometry_column="geom",
                            fid_column="fid", geometry_type=base, srid=epsg, crs_wkt=crs_wkt,
                            feature_count=count,
-                           bounds=tuple(float(v) for v in bounds) if np.isfinite(bounds).all() else None,
+                           bounds=as_box(bounds) if np.isfinite(bounds).all() else None,
                            fields=fields)
 
     @staticmethod
@@ -290,7 +293,7 @@ class PostGISStore(SQLVectorStore):
         return StoredLayer(storage=self.name, location=location, layer=name, geometry_column="geom",
                            fid_column="fid", geometry_type=stored.geometry_type, srid=stored.srid,
                            crs_wkt=stored.crs_wkt, feature_count=int(count),
-                           bounds=None if None in extent else tuple(float(v) for v in extent),
+                           bounds=None if None in extent else as_box(extent),
                            fields=list(stored.fields))
 
     def drop(self, stored: StoredLayer) -> None:

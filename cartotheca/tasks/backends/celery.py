@@ -1,68 +1,45 @@
 """cartotheca.tasks.backends.celery: the Celery app and the one task that runs an execution.
 
 Workers start with ``cartotheca worker``; the broker is CELERY_BROKER_URL (Redis or RabbitMQ).
+A server only sends tasks by name (``CeleryBackend``); a worker's app (``worker_app``) also runs
+them, with the engine and the periodic tasks its start composed. This module knows executions
+and task names only: what a periodic task does is given to it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from functools import lru_cache
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from celery import Celery, signals
 
-from cartotheca.catalogue.families import build_kinds
-from cartotheca.ows import render
-from cartotheca.ows.thumbnails import MapThumbnails
-from cartotheca.settings import get_settings
 from cartotheca.tasks.engine import Engine
 
 log = logging.getLogger("cartotheca.tasks")
 
+RUN_EXECUTION = "cartotheca.run_execution"
+DELIVER_NOTIFICATIONS = "cartotheca.deliver_notifications"
 
-def run_execution(exec_id: str) -> None:
-    worker_engine().run(exec_id)
 
+@dataclass(frozen=True)
+class Periodic:
+    """A task beat schedules once per ``interval`` seconds for all workers.
 
-def collect_monitoring() -> None:
-    """The monitoring collection cycle, scheduled by beat once per interval for all servers.
-
-    Servers only write their captured requests; this aggregates them. Each period is claimed
-    in the database, so a second beat (or a late run) never collects a period twice.
+    A run that could not start within its interval is dropped, not queued up (its message
+    expires), so each ``run`` must claim its work in the database to be safe under two beats.
     """
-    from cartotheca.monitoring.collector import collect_once
 
-    engine = worker_engine()
-    collect_once(engine.settings, engine.sessions)
-
-
-def deliver_notifications() -> None:
-    """Expand new notices and send the due deliveries; woken after commits, and by beat for
-    retries. Deliveries are claimed in the database, so workers never send one twice."""
-    from cartotheca.catalogue.events import deliver_due
-
-    engine = worker_engine()
-    deliver_due(engine.sessions, engine.settings)
+    task: str  # the task's name, e.g. "cartotheca.enqueue_harvests"
+    schedule: str  # its entry in the beat schedule, e.g. "enqueue-harvests"
+    interval: float
+    run: Callable[[], None]
 
 
-def enqueue_harvests() -> None:
-    """Start the scheduled harvester actions that are due, scheduled by beat for all servers.
-
-    Each action is claimed in the database, so a second beat or a late run starts nothing twice.
-    """
-    from cartotheca.catalogue.harvesting.scheduling import enqueue_due_runs
-    from cartotheca.db.base import utcnow
-
-    engine = worker_engine()
-    with engine.sessions() as session:
-        started = enqueue_due_runs(session, engine.settings, utcnow())
-        session.commit()
-    backend = engine.backend or CeleryBackend(engine)
-    for exec_id in started:
-        backend.enqueue(exec_id)
-
-
-def make_celery(broker_url: str) -> Celery:
+def make_celery(broker_url: str, periodic: Sequence[Periodic] = ()) -> Celery:
+    """An app on ``broker_url`` that sends tasks (and beats ``periodic``); a worker's app also
+    registers the execution task (``worker_app``)."""
     app = Celery("cartotheca", broker=broker_url)
     app.conf.update(
         task_serializer="json",
@@ -75,53 +52,60 @@ def make_celery(broker_url: str) -> Celery:
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
     )
-    app.task(name="cartotheca.run_execution")(run_execution)
-    app.task(name="cartotheca.collect_monitoring", ignore_result=True)(collect_monitoring)
-    app.task(name="cartotheca.deliver_notifications", ignore_result=True)(deliver_notifications)
-    app.task(name="cartotheca.enqueue_harvests", ignore_result=True)(enqueue_harvests)
-    settings = get_settings()
-    app.conf.beat_schedule = {"deliver-notifications": {
-        "task": "cartotheca.deliver_notifications",
-        "schedule": float(settings.NOTIFICATIONS_POLL_SECONDS),
-        "options": {"expires": float(settings.NOTIFICATIONS_POLL_SECONDS)},
-    }}
-    app.conf.beat_schedule["enqueue-harvests"] = {
-        "task": "cartotheca.enqueue_harvests",
-        "schedule": float(settings.HARVESTING_SCHEDULER_INTERVAL),
-        "options": {"expires": float(settings.HARVESTING_SCHEDULER_INTERVAL)},
-    }
-    if settings.MONITORING_ENABLED:
-        app.conf.beat_schedule["collect-monitoring"] = {
-            "task": "cartotheca.collect_monitoring",
-            "schedule": float(settings.MONITORING_COLLECTION_INTERVAL),
-            # A cycle that could not start within its interval is dropped, not queued up.
-            "options": {"expires": float(settings.MONITORING_COLLECTION_INTERVAL)},
+    app.conf.beat_schedule = {}
+    for job in periodic:
+        app.task(name=job.task, ignore_result=True)(job.run)
+        app.conf.beat_schedule[job.schedule] = {
+            "task": job.task, "schedule": float(job.interval),
+            "options": {"expires": float(job.interval)},
         }
     return app
 
 
-celery_app = make_celery(get_settings().CELERY_BROKER_URL)
+class CeleryBackend:
+    """Sends executions to the workers through the broker."""
+
+    def __init__(self, engine: Engine, app: Celery | None = None):
+        self.engine = engine
+        self.app = app or make_celery(engine.settings.CELERY_BROKER_URL)
+
+    def enqueue(self, exec_id: str) -> None:
+        self.app.send_task(RUN_EXECUTION, args=[exec_id])
+
+    def request_notifications(self) -> None:
+        # Called after a request's commit: no publish retries there, the beat's poll catches up.
+        self.app.send_task(DELIVER_NOTIFICATIONS, retry=False)
+
+    def shutdown(self) -> None:
+        pass
 
 
-@lru_cache(maxsize=1)
-def worker_engine() -> Engine:
-    from cartotheca.db.session import make_engine, make_sessionmaker
-    from cartotheca.tasks.engine import build_engine
+def worker_app(engine: Engine, periodic: Sequence[Periodic],
+               on_ready: Sequence[Callable[[CeleryBackend], None]] = ()) -> Celery:
+    """The app a worker runs: executions of ``engine``, the ``periodic`` tasks, and a reaper
+    started once the worker is ready; ``on_ready`` gets the backend then too. The engine's
+    backend is this app, so follow-ups and recovered executions go through the broker."""
+    app = make_celery(engine.settings.CELERY_BROKER_URL, periodic)
 
-    settings = get_settings()
-    kinds = build_kinds(MapThumbnails(), render.forget_data)
-    return build_engine(settings, make_sessionmaker(make_engine(settings)), kinds)
+    def run_execution(exec_id: str) -> None:
+        engine.run(exec_id)
+
+    app.task(name=RUN_EXECUTION)(run_execution)
+    backend = CeleryBackend(engine, app)
+    engine.backend = backend
+
+    def ready(**_kwargs) -> None:
+        for callback in on_ready:
+            callback(backend)
+        _start_reaper(engine)
+
+    # weak=False: the receiver is this closure, which nothing else keeps alive.
+    signals.worker_ready.connect(ready, weak=False)
+    return app
 
 
-@signals.worker_ready.connect
-def _start_reaper(**_kwargs) -> None:
+def _start_reaper(engine: Engine) -> None:
     """Each worker re-queues executions a dead worker left running (after their heartbeat)."""
-    engine = worker_engine()
-    engine.backend = CeleryBackend(engine)
-    # Notices written by jobs in this worker wake a delivery task after their commit.
-    from cartotheca.catalogue import events
-
-    events.add_waker(engine.backend.request_notifications)
     interval = engine.settings.EXECUTION_HEARTBEAT_SECONDS
 
     def loop() -> None:
@@ -133,20 +117,3 @@ def _start_reaper(**_kwargs) -> None:
                 log.warning("recovery pass failed", exc_info=True)
 
     threading.Thread(target=loop, name="execution-reaper", daemon=True).start()
-
-
-class CeleryBackend:
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.app = celery_app if celery_app.conf.broker_url == engine.settings.CELERY_BROKER_URL \
-            else make_celery(engine.settings.CELERY_BROKER_URL)
-
-    def enqueue(self, exec_id: str) -> None:
-        self.app.send_task("cartotheca.run_execution", args=[exec_id])
-
-    def request_notifications(self) -> None:
-        # Called after a request's commit: no publish retries there, the beat's poll catches up.
-        self.app.send_task("cartotheca.deliver_notifications", retry=False)
-
-    def shutdown(self) -> None:
-        pass
