@@ -18,7 +18,7 @@ from cartotheca.errors import InvalidFilter
 from cartotheca.filters.parse import FeatureIds
 
 COMPARISONS = {"=": "=", "<>": "!=", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
-LIKE_SINGLE_CHAR = "."  # what styles have read when ``singleChar`` is missing
+LIKE_WILDCARD, LIKE_SINGLE_CHAR = "*", "."  # what styles have read when the attributes are missing
 
 
 def expression(node: Any) -> str:
@@ -101,6 +101,7 @@ def _number_text(value: Any) -> str | None:
 
 
 def _like(node: ast.Like) -> str:
+    wildcard = LIKE_WILDCARD if node.wildcard is None else node.wildcard
     single = LIKE_SINGLE_CHAR if node.singlechar is None else node.singlechar
     pattern, escape, regex, i = str(node.pattern).strip(), node.escapechar, [], 0
     while i < len(pattern):
@@ -109,7 +110,7 @@ def _like(node: ast.Like) -> str:
             regex.append(re.escape(pattern[i + 1]))
             i += 2
             continue
-        regex.append(".*" if char == node.wildcard else "." if char == single else re.escape(char))
+        regex.append(".*" if char == wildcard else "." if char == single else re.escape(char))
         i += 1
     flags = "(?i)" if node.nocase else ""
     match = f"{expression(node.lhs)}.match({string_literal(flags + '^' + ''.join(regex) + '$')})"

@@ -3,7 +3,8 @@
 pygeofilter reads both; a few of its FES handlers are replaced here so the AST says what the
 client wrote: untyped literals (QGIS sends no type), GML geometry literals with their srsName,
 ``matchCase`` on equality, the FES 1.0 spelling of attributes, and feature ids. ``PropertyIsLike``
-keeps ``singleChar`` as written (None when absent): each back end has its own default.
+keeps ``wildCard`` and ``singleChar`` as written (None when absent): each back end has its own
+default.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _gml(parser, node):
 def _like(parser, node, lhs, rhs):
     # FES 1.0 spells the escape attribute ``escape``, 1.1 ``escapeChar``, 2.0 ``escapeChar``
     return ast.Like(lhs, rhs, nocase=node.get("matchCase", "true") == "false",
-                    wildcard=node.get("wildCard", "*"), singlechar=node.get("singleChar"),
+                    wildcard=node.get("wildCard"), singlechar=node.get("singleChar"),
                     escapechar=node.get("escapeChar", node.get("escape", "\\")), not_=False)
 
 
@@ -118,6 +119,10 @@ def _logical(kind: type) -> Callable:
         return result
 
     return handler
+
+
+def _function(parser, node, *arguments):
+    return ast.Function(node.get("name") or "", list(arguments))
 
 
 def _resource_id(parser, node):
@@ -161,6 +166,7 @@ _COMMON = {
     "PropertyIsLike": _handler(_like), "PropertyIsEqualTo": _handler(_equal),
     "PropertyIsNotEqualTo": _handler(_not_equal),
     "And": _handler(_logical(ast.And)), "Or": _handler(_logical(ast.Or)),
+    "Function": _handler(_function),
     "PropertyName": _handler(_property_name, False), "ValueReference": _handler(_property_name, False),
     "FeatureId": _handler(_resource_id, False), "GmlObjectId": _handler(_resource_id, False),
     "ResourceId": _handler(_resource_id, False), "Distance": _handler(_distance, False),

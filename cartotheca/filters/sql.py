@@ -34,7 +34,8 @@ from cartotheca.filters.values import (
 
 Sql = Callable[[Table], ColumnElement[bool]]
 GEOMETRY_NAMES = ("the_geom", "geom", "geometry", "shape", "wkb_geometry")
-LIKE_SINGLE_CHAR = "?"  # FES: ``singleChar`` is required; GeoServer reads "?" when it is missing
+# FES requires ``wildCard`` and ``singleChar``; GeoServer reads these when they are missing
+LIKE_WILDCARD, LIKE_SINGLE_CHAR = "*", "?"
 
 
 # -- what compiling needs to know about the layer -------------------------------------------
@@ -324,7 +325,8 @@ class _Compiler:
     def like(self, node: ast.Like) -> Sql:
         lhs = self.expression(node.lhs)
         single = LIKE_SINGLE_CHAR if node.singlechar is None else node.singlechar
-        pattern = like_pattern(str(node.pattern), node.wildcard, single, node.escapechar)
+        wildcard = LIKE_WILDCARD if node.wildcard is None else node.wildcard
+        pattern = like_pattern(str(node.pattern), wildcard, single, node.escapechar)
         if node.nocase:
             sql = lambda t: lhs(t).ilike(pattern, escape="\\")  # noqa: E731
         else:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, desc, func, select
+from sqlalchemy import ColumnElement, and_, desc, func, null, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.selectable import Subquery
@@ -22,11 +22,13 @@ from sqlalchemy.sql.selectable import Subquery
 from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
-from cartotheca.catalogue.csw.filters import FilterCompiler, filter_element
+from cartotheca.catalogue.csw.constraint import filter_element
 from cartotheca.catalogue.csw.records import CatalogueRecord, records_select
 from cartotheca.catalogue.query.resource_list import LOAD_OPTIONS
 from cartotheca.db.models import Resource
 from cartotheca.db.session import is_unavailable
+from cartotheca.filters.columns import RecordFields, compile_predicate
+from cartotheca.filters.parse import parse_fes
 from cartotheca.settings import Settings
 
 ISO_TIME = "%Y-%m-%dT%H:%M:%SZ"
@@ -76,13 +78,29 @@ class CatalogueRepository:
         stmt = select(records)
         parsed = constraint.get("_dict") if constraint else None
         if parsed:
-            compiler = FilterCompiler(records, self.queryables["_all"], self.context.namespaces,
-                                      self.mappings["pycsw:AnyText"])
-            stmt = stmt.where(compiler.compile(filter_element(parsed, self.context.namespaces)))
+            node = parse_fes(filter_element(parsed, self.context.namespaces))
+            stmt = stmt.where(compile_predicate(node, self._record_fields(records)))
         total = self._scalar(select(func.count()).select_from(stmt.subquery()))
         page = stmt.order_by(*self._order(records, sortby))
         page = page.offset(max(int(startposition), 0)).limit(max(int(maxrecords), 0))
         return [str(total), self._load(self._rows(page))]
+
+    def _record_fields(self, records: Subquery) -> RecordFields:
+        queryables = self.queryables["_all"]
+
+        def column(name: str) -> ColumnElement | None:
+            queryable = queryables.get(name)
+            if queryable is None:
+                return None
+            # pycsw's flattened queryables hold {"dbcol": ...} entries and the bare core mappings
+            key = queryable if isinstance(queryable, str) else queryable["dbcol"]
+            return records.c[key] if key in records.c else null()
+
+        identifier = column("pycsw:Identifier")
+        assert identifier is not None  # a core queryable of every pycsw profile
+        box = tuple(records.c[c] for c in ("ll_minx", "ll_miny", "ll_maxx", "ll_maxy"))
+        return RecordFields(column=column, identifier=identifier,
+                            any_text=self.mappings["pycsw:AnyText"], box=box)  # type: ignore[arg-type]
 
     def query_domain(self, domain: str, typenames: Any, domainquerytype: str = "list",
                      count: bool = False) -> list[tuple]:
