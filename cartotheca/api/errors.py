@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import pydantic
 import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -82,6 +83,20 @@ async def _validation(_: Request, exc: RequestValidationError) -> JSON:
     return error_response(400, messages or ["Invalid input."], "invalid")
 
 
+async def _body(_: Request, exc: pydantic.ValidationError) -> JSON:
+    """A request body a model refused: GeoNode's 400 with the first error, whose message names
+    the field (the models word it so), as the field-by-field checks answered."""
+    messages = [_message(err) for err in exc.errors()[:1]]
+    return error_response(400, messages or ["Invalid input."], "invalid")
+
+
+def _message(err: dict) -> str:
+    if err.get("type") == "invalid":  # the models' own messages, already naming the field
+        return str(err.get("msg"))
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    return f"{where}: {err.get('msg')}" if where else str(err.get("msg"))
+
+
 async def _http(_: Request, exc: StarletteHTTPException) -> JSON:
     status = exc.status_code
     message = exc.detail if isinstance(exc.detail, str) else "Error"
@@ -134,6 +149,7 @@ def is_nul_in_text(exc: BaseException) -> bool:
 def add_exception_handlers(app: FastAPI) -> None:
     app.add_exception_handler(errors.CartothecaError, _domain)
     app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(pydantic.ValidationError, _body)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(sqlalchemy.exc.DataError, _data_error)
     for unavailable in UNAVAILABLE:

@@ -67,8 +67,10 @@ def parse_permissions(session: Session, settings: Settings, body: Any) -> permis
     probe = Resource(resource_type="dataset", subtype="vector", owner_id=None)
     if isinstance(body, Mapping) and any(isinstance(body.get(k), list) for k in
                                          ("users", "groups", "organizations")):
-        return permission_specs.parse_compact(session, settings, probe, body)
-    return permission_specs.parse_mapping(session, settings, probe, body)
+        return permission_specs.compact_spec(session, settings, probe,
+                                             permission_specs.CompactSpec.model_validate(body))
+    return permission_specs.named_spec(session, settings, probe,
+                                       permission_specs.NamedSpec.model_validate(body))
 
 
 def validate_sld(text: str) -> str:

@@ -10,11 +10,14 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
+from pydantic import Field as ModelField
 from sqlalchemy import ColumnElement, delete, or_, select
 from sqlalchemy.orm import Session, contains_eager
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.inputs import invalid
 from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.reference import slugify
 from cartotheca.catalogue.resources import parse_id
@@ -86,32 +89,75 @@ def profiles_by_ids(session: Session, ids: Sequence[int]) -> list[GroupProfile]:
 # ---------------------------------------------------------------------------------------
 # writes
 
-def _text(data: Mapping[str, Any], key: str, limit: int | None = None) -> str | None:
-    value = data.get(key)
+class GroupFields(BaseModel):
+    """The writable fields of a group profile, stripped and checked; keys it does not know are
+    ignored, as clients send whole profiles back. Parsed with ``context={"new": True}`` for a
+    new group, which needs a title."""
+
+    title: str | None = ModelField(default=None, validate_default=True)
+    slug: str | None = None
+    description: str | None = None
+    email: str | None = None
+    logo: str | None = None
+    access: str | None = None
+    keywords: list[str] | None = None
+    categories: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise invalid("Invalid data. Expected a dictionary.")
+        return data
+
+    @field_validator("title", mode="plain")
+    @classmethod
+    def _title(cls, value: Any, info: ValidationInfo) -> str | None:
+        title = _text(value, "title", 255)
+        if info.context and info.context.get("new"):
+            if not title:
+                raise invalid("title: this field is required.")
+        elif title is not None and not title:
+            raise invalid("title: this field may not be blank.")
+        return title
+
+    @field_validator("slug", "description", "email", "logo", mode="plain")
+    @classmethod
+    def _texts(cls, value: Any, info: ValidationInfo) -> str | None:
+        return _text(value, str(info.field_name), TEXT_LIMITS[str(info.field_name)])
+
+    @field_validator("access", mode="plain")
+    @classmethod
+    def _access(cls, value: Any) -> str | None:
+        if value is not None and value not in ACCESS:
+            raise invalid(f'access: "{value}" is not a valid choice.')
+        return value
+
+    @field_validator("keywords", "categories", mode="plain")
+    @classmethod
+    def _slugs(cls, value: Any, info: ValidationInfo) -> list[str] | None:
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise invalid(f"{info.field_name}: expected a list of names.")
+        return list(dict.fromkeys(slugify(v) for v in value))
+
+
+TEXT_LIMITS = {"slug": 255, "description": None, "email": 254, "logo": 1024}
+
+
+def _text(value: Any, key: str, limit: int | None) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or "\x00" in value or (limit and len(value) > limit):
-        raise InvalidInput(f"{key}: enter a valid value.")
+        raise invalid(f"{key}: enter a valid value.")
     return value.strip()
 
 
-def _slug_list(data: Mapping[str, Any], key: str) -> list[str] | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise InvalidInput(f"{key}: expected a list of names.")
-    return list(dict.fromkeys(slugify(v) for v in value))
-
-
-def _apply(session: Session, profile: GroupProfile, data: Mapping[str, Any]) -> None:
-    title = _text(data, "title", 255)
-    if title is not None:
-        if not title:
-            raise InvalidInput("title: this field may not be blank.")
-        profile.title = title
-    raw_slug = _text(data, "slug", 255)
-    slug = slugify(raw_slug) if raw_slug else None
+def _apply(session: Session, profile: GroupProfile, fields: GroupFields) -> None:
+    if fields.title is not None:
+        profile.title = fields.title
+    slug = slugify(fields.slug) if fields.slug else None
     if slug is not None and slug != profile.slug:
         taken = select(GroupProfile.id).where(GroupProfile.slug == slug)
         if profile.id is not None:
@@ -119,53 +165,51 @@ def _apply(session: Session, profile: GroupProfile, data: Mapping[str, Any]) -> 
         if session.scalar(taken) is not None:
             raise InvalidInput("group profile with this slug already exists.")
         profile.slug = slug
-    for key, limit in (("description", None), ("email", 254), ("logo", 1024)):
-        if key in data:
-            setattr(profile, key, _text(data, key, limit) or ("" if key == "description" else None))
-    access = data.get("access")
-    if access is not None:
-        if access not in ACCESS:
-            raise InvalidInput(f'access: "{access}" is not a valid choice.')
-        profile.access = access
+    for key in ("description", "email", "logo"):
+        if key in fields.model_fields_set:
+            setattr(profile, key, getattr(fields, key) or ("" if key == "description" else None))
+    if fields.access is not None:
+        profile.access = fields.access
     for key in ("keywords", "categories"):
-        values = _slug_list(data, key)
+        values = getattr(fields, key)
         if values is not None:
             setattr(profile, key, values)
 
 
-def create_group(session: Session, principal: Principal, data: Any) -> GroupProfile:
-    """A group and its profile; the group's name is the profile's slug (staff only)."""
+def may_create(principal: Principal) -> None:
+    """Groups are made by staff (GeoNode)."""
     _require_staff(principal)
-    if not isinstance(data, Mapping):
-        raise InvalidInput("Invalid data. Expected a dictionary.")
-    title = _text(data, "title", 255)
-    if not title:
-        raise InvalidInput("title: this field is required.")
-    slug = slugify(_text(data, "slug", 255) or title)
+
+
+def create_group(session: Session, principal: Principal, fields: GroupFields) -> GroupProfile:
+    """A group and its profile; the group's name is the profile's slug (staff only)."""
+    may_create(principal)
+    title = fields.title or ""
+    slug = slugify(fields.slug or title)
     if session.scalar(select(Group.id).where(Group.name == slug)) is not None:
         raise InvalidInput("group profile with this slug already exists.")
     # Built together so no relationship is lazily loaded while linking them.
     profile = GroupProfile(title=title, slug="", description="", access="public",
                            keywords=[], categories=[], group=Group(name=slug, internal=False))
-    _apply(session, profile, {**data, "title": title, "slug": slug})
+    _apply(session, profile, fields.model_copy(update={"title": title, "slug": slug}))
     session.add(profile)
     session.flush()
     return profile
 
 
-def update_group(session: Session, principal: Principal, profile: GroupProfile, data: Any,
-                 *, managers_may: bool) -> GroupProfile:
-    """PUT (staff) or PATCH (staff or a manager of this group)."""
+def may_update(principal: Principal, profile: GroupProfile, *, managers_may: bool) -> None:
+    """PUT is for staff; PATCH for staff or a manager of this group."""
     if principal.id is None:
         raise NotAuthenticated()
     manager = profile.group_id in principal.managed_group_ids
     if not (principal.is_staff or (managers_may and manager)):
         raise PermissionDenied()
-    if not isinstance(data, Mapping):
-        raise InvalidInput("Invalid data. Expected a dictionary.")
-    if set(data) == {"group_profile"} and isinstance(data["group_profile"], Mapping):
-        data = data["group_profile"]
-    _apply(session, profile, data)
+
+
+def update_group(session: Session, principal: Principal, profile: GroupProfile,
+                 fields: GroupFields, *, managers_may: bool) -> GroupProfile:
+    may_update(principal, profile, managers_may=managers_may)
+    _apply(session, profile, fields)
     session.flush()
     return profile
 

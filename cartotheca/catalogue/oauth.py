@@ -24,11 +24,13 @@ from oauthlib.oauth2 import (
     RevocationEndpoint,
     TokenEndpoint,
 )
+from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import auth, login_guard
 from cartotheca.catalogue.auth import Principal
+from cartotheca.catalogue.inputs import invalid
 from cartotheca.db.models import AccessToken, Group, GroupMember, OAuthApplication, User
 from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
 from cartotheca.settings import Settings
@@ -86,33 +88,55 @@ def user_named(session: Session, username: str) -> User:
     return user
 
 
-def register_from_body(session: Session, principal: Principal, body: Any
-                       ) -> tuple[OAuthApplication, str | None]:
-    """An application asked for by a staff member (the web page's JSON body). Only superusers
-    may name another owner: client_credentials tokens act as the owner."""
-    if not isinstance(body, dict):
-        raise InvalidInput("expected a JSON object")
-    name, client_type = body.get("name", ""), body.get("client_type", "confidential")
-    username = body.get("user") or None
-    grants = _strings(body.get("grant_types", ["password"]), "grant_types", separator=",")
-    uris = _strings(body.get("redirect_uris", []), "redirect_uris", separator=None)
-    if not isinstance(name, str) or not isinstance(client_type, str) or \
-            not isinstance(username, (str, type(None))):
-        raise InvalidInput("name, client_type and user must be text")
+class ApplicationFields(BaseModel):
+    """The body of registering an application (the web page's JSON). Lists may come as one
+    text: grant types split at commas, redirect URIs at whitespace."""
+
+    grant_types: list[str] = ["password"]
+    redirect_uris: list[str] = []
+    name: str = ""
+    client_type: str = "confidential"
+    user: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise invalid("expected a JSON object")
+        return data
+
+    @field_validator("grant_types", "redirect_uris", mode="plain")
+    @classmethod
+    def _strings(cls, value: Any, info: ValidationInfo) -> list[str]:
+        if isinstance(value, str):
+            value = value.split("," if info.field_name == "grant_types" else None)
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise invalid(f"{info.field_name} must be a list of texts")
+        return [item.strip() for item in value if item.strip()]
+
+    @field_validator("name", "client_type", "user", mode="plain")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> str | None:
+        if info.field_name == "user":
+            value = value or None  # an empty owner field: the requester
+            if value is None:
+                return None
+        if not isinstance(value, str):
+            raise invalid("name, client_type and user must be text")
+        return value
+
+
+def register(session: Session, principal: Principal, fields: ApplicationFields
+             ) -> tuple[OAuthApplication, str | None]:
+    """An application asked for by a staff member. Only superusers may name another owner:
+    client_credentials tokens act as the owner."""
+    username = fields.user
     if username is not None and username != principal.username and not principal.is_superuser:
         raise PermissionDenied("Only a superuser may register an application for another user")
     owner = user_named(session, username) if username else None
-    return create_application(session, name=name, user=owner, client_type=client_type,
-                              grant_types=grants, redirect_uris=uris)
-
-
-def _strings(value: Any, field: str, *, separator: str | None) -> list[str]:
-    """A list of texts given as a list, or as one text split at ``separator`` (whitespace if None)."""
-    if isinstance(value, str):
-        value = value.split(separator)
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise InvalidInput(f"{field} must be a list of texts")
-    return [item.strip() for item in value if item.strip()]
+    return create_application(session, name=fields.name, user=owner,
+                              client_type=fields.client_type, grant_types=fields.grant_types,
+                              redirect_uris=fields.redirect_uris)
 
 
 def list_applications(session: Session) -> list[dict[str, Any]]:

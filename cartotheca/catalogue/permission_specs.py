@@ -3,7 +3,8 @@
 Two wire forms exist: the compact form of the permissions endpoint (``users``/``groups``/
 ``organizations`` lists of ``{id, permissions: <level>}``) and the legacy mapping form of
 ``get_perms``/``set_perms`` (``{users: {name: [codenames]}, groups: {name: [codenames]}}``).
-Both are validated completely before anything changes.
+Both arrive as typed models (``CompactSpec``, ``NamedSpec``) checked completely before
+anything changes; the functions here look the users and groups up and apply the levels.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.accounts import internal_group_ids
+from cartotheca.catalogue.inputs import invalid
 from cartotheca.db.models import Group, GroupProfile, Resource, ResourcePermission, User
 from cartotheca.errors import InvalidInput
 from cartotheca.settings import Settings
@@ -52,43 +55,101 @@ def level_of(names: set[str], resource: Resource) -> str:
     return "none"
 
 
-def _normalise_level(level: Any, resource: Resource, where: str) -> str:
-    if not isinstance(level, str) or level not in SETTABLE_LEVELS + ("owner",):
-        raise InvalidInput(f"{where}: unknown permission level {level!r}; expected one of "
-                           + ", ".join(SETTABLE_LEVELS))
+def _for_type(level: str, resource: Resource) -> str:
     # "download" only exists for datasets and documents; elsewhere it is "view" (GeoNode).
     if level == "download" and resource.resource_type not in perms.DOWNLOADABLE_TYPES:
         return "view"
     return level
 
 
-def parse_compact(session: Session, settings: Settings, resource: Resource, body: Any) -> Spec:
-    if not isinstance(body, Mapping):
-        raise InvalidInput("Expected a JSON object with users, groups and organizations lists")
-    unknown = set(body) - {"users", "groups", "organizations", "uuid", "owner", "created"}
-    if unknown:
-        raise InvalidInput(f"Unknown key in permission spec: {sorted(unknown)[0]}")
-    anonymous_id, _ = internal_group_ids(session, settings)
-    spec = Spec()
-    for key in ("users", "groups", "organizations"):
-        items = body.get(key, [])
+Grant = tuple[int, str]  # (user or group id, level)
+
+
+class CompactSpec(BaseModel):
+    """The permissions endpoint's body: ``users``/``groups``/``organizations`` lists of
+    ``{id, permissions: <level>}``; ``uuid``, ``owner`` and ``created`` are echoes of the record
+    a client read, accepted and not applied."""
+
+    users: list[Grant] = []
+    groups: list[Grant] = []
+    organizations: list[Grant] = []
+    uuid: Any = None
+    owner: Any = None
+    created: Any = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise invalid("Expected a JSON object with users, groups and organizations lists")
+        unknown = set(data) - set(cls.model_fields)
+        if unknown:
+            raise invalid(f"Unknown key in permission spec: {sorted(unknown)[0]}")
+        return data
+
+    @field_validator("users", "groups", "organizations", mode="plain")
+    @classmethod
+    def _grants(cls, items: Any, info: ValidationInfo) -> list[Grant]:
+        key = info.field_name
         if not isinstance(items, list):
-            raise InvalidInput(f"{key}: expected a list of {{id, permissions}} objects")
+            raise invalid(f"{key}: expected a list of {{id, permissions}} objects")
+        out = []
         for item in items:
             if not isinstance(item, Mapping) or "id" not in item or "permissions" not in item:
-                raise InvalidInput(f"{key}: each item needs \"id\" and \"permissions\"")
+                raise invalid(f"{key}: each item needs \"id\" and \"permissions\"")
             ident = item["id"]
             if isinstance(ident, str) and ident.lstrip("-").isdigit():
                 ident = int(ident)
             if not isinstance(ident, int) or isinstance(ident, bool):
-                raise InvalidInput(f"{key}: id must be an integer")
-            level = _normalise_level(item["permissions"], resource, key)
-            if key == "users" and ident == ANONYMOUS_USER_ID:
-                spec.groups[anonymous_id] = level
-            elif key == "users":
-                spec.users[ident] = level
-            else:
-                spec.groups[ident] = level
+                raise invalid(f"{key}: id must be an integer")
+            level = item["permissions"]
+            if not isinstance(level, str) or level not in SETTABLE_LEVELS + ("owner",):
+                raise invalid(f"{key}: unknown permission level {level!r}; expected one of "
+                              + ", ".join(SETTABLE_LEVELS))
+            out.append((ident, level))
+        return out
+
+
+class NamedSpec(BaseModel):
+    """The legacy form of ``set_perms`` and uploads: ``{users: {name: [permission names]},
+    groups: {name: [permission names]}}``."""
+
+    users: dict[str, list[str]] = {}
+    groups: dict[str, list[str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping) or not set(data) <= {"users", "groups"}:
+            raise invalid("Expected {\"users\": {name: [permissions]}, \"groups\": {...}}")
+        return data
+
+    @field_validator("users", "groups", mode="plain")
+    @classmethod
+    def _names(cls, mapping: Any, info: ValidationInfo) -> dict[str, list[str]]:
+        key = info.field_name
+        if not isinstance(mapping, Mapping):
+            raise invalid(f"{key}: expected an object of name → permission names")
+        for name, names in mapping.items():
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise invalid(f"{key}.{name}: expected a list of permission names")
+            bad = [n for n in names if n not in perms.ALL_PERMISSION_NAMES]
+            if bad:
+                raise invalid(f"{key}.{name}: unknown permission {bad[0]}")
+        return dict(mapping)
+
+
+def compact_spec(session: Session, settings: Settings, resource: Resource, body: CompactSpec) -> Spec:
+    """The levels of a compact spec for ``resource``, its users and groups checked to exist."""
+    anonymous_id, _ = internal_group_ids(session, settings)
+    spec = Spec()
+    for ident, level in body.users:
+        if ident == ANONYMOUS_USER_ID:
+            spec.groups[anonymous_id] = _for_type(level, resource)
+        else:
+            spec.users[ident] = _for_type(level, resource)
+    for ident, level in (*body.groups, *body.organizations):
+        spec.groups[ident] = _for_type(level, resource)
     _check_principals(session, resource, spec)
     return spec
 
@@ -111,22 +172,12 @@ def _check_principals(session: Session, resource: Resource, spec: Spec) -> None:
                 raise InvalidInput(f"groups: a group cannot have the level owner ({group_id})")
 
 
-def parse_mapping(session: Session, settings: Settings, resource: Resource, body: Any) -> Spec:
-    """The legacy ``{users: {name: [codenames]}, groups: {name: [codenames]}}`` form."""
-    if not isinstance(body, Mapping) or not set(body) <= {"users", "groups"}:
-        raise InvalidInput("Expected {\"users\": {name: [permissions]}, \"groups\": {...}}")
+def named_spec(session: Session, settings: Settings, resource: Resource, body: NamedSpec) -> Spec:
+    """The levels of a legacy spec for ``resource``: users and groups looked up by name."""
     anonymous_id, _ = internal_group_ids(session, settings)
     spec = Spec()
-    for key in ("users", "groups"):
-        mapping = body.get(key, {})
-        if not isinstance(mapping, Mapping):
-            raise InvalidInput(f"{key}: expected an object of name → permission names")
+    for key, mapping in (("users", body.users), ("groups", body.groups)):
         for name, names in mapping.items():
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise InvalidInput(f"{key}.{name}: expected a list of permission names")
-            bad = [n for n in names if n not in perms.ALL_PERMISSION_NAMES]
-            if bad:
-                raise InvalidInput(f"{key}.{name}: unknown permission {bad[0]}")
             level = level_of(set(names), resource)
             if key == "users" and name == ANONYMOUS_USER_NAME:
                 spec.groups[anonymous_id] = level

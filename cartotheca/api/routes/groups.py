@@ -15,12 +15,20 @@ from cartotheca.api.schemas.groups import group_record
 from cartotheca.api.schemas.users import user_record
 from cartotheca.catalogue import groups as catalogue
 from cartotheca.catalogue import resources
+from cartotheca.catalogue.groups import GroupFields
 from cartotheca.db.models import Resource
 
 BodyDep = Annotated[Any, Depends(read_body)]
 GroupId = Annotated[str, Path(description="integer id of the group profile")]
 
 router = APIRouter(prefix="/api/v2/groups", tags=["groups"])
+
+
+def _unwrapped(body: Any) -> Any:
+    """GeoNode clients may wrap the fields as ``{"group_profile": {...}}``."""
+    if isinstance(body, dict) and set(body) == {"group_profile"} and isinstance(body["group_profile"], dict):
+        return body["group_profile"]
+    return body
 
 
 def _one(profile, settings, status: int = 200) -> JSON:
@@ -37,9 +45,9 @@ def list_groups(request: Request, db: DbDep, principal: PrincipalDep, settings: 
 
 @router.post("", status_code=201, summary="Create a group (staff)")
 def create(db: DbDep, principal: PrincipalDep, settings: SettingsDep, body: BodyDep) -> JSON:
-    if isinstance(body, dict) and set(body) == {"group_profile"} and isinstance(body["group_profile"], dict):
-        body = body["group_profile"]
-    profile = catalogue.create_group(db, principal, body)
+    catalogue.may_create(principal)  # refused before the body is judged
+    fields = GroupFields.model_validate(_unwrapped(body), context={"new": True})
+    profile = catalogue.create_group(db, principal, fields)
     db.commit()
     return _one(profile, settings, 201)
 
@@ -61,7 +69,9 @@ def detail(group_id: GroupId, db: DbDep, principal: PrincipalDep, settings: Sett
 def put(group_id: GroupId, db: DbDep, principal: PrincipalDep, settings: SettingsDep,
         body: BodyDep) -> JSON:
     profile = catalogue.get_group(db, principal, group_id)
-    catalogue.update_group(db, principal, profile, body, managers_may=False)
+    catalogue.may_update(principal, profile, managers_may=False)
+    fields = GroupFields.model_validate(_unwrapped(body))
+    catalogue.update_group(db, principal, profile, fields, managers_may=False)
     db.commit()
     return _one(profile, settings)
 
@@ -70,7 +80,9 @@ def put(group_id: GroupId, db: DbDep, principal: PrincipalDep, settings: Setting
 def patch(group_id: GroupId, db: DbDep, principal: PrincipalDep, settings: SettingsDep,
           body: BodyDep) -> JSON:
     profile = catalogue.get_group(db, principal, group_id)
-    catalogue.update_group(db, principal, profile, body, managers_may=True)
+    catalogue.may_update(principal, profile, managers_may=True)
+    fields = GroupFields.model_validate(_unwrapped(body))
+    catalogue.update_group(db, principal, profile, fields, managers_may=True)
     db.commit()
     return _one(profile, settings)
 

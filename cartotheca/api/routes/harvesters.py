@@ -62,7 +62,8 @@ def list_harvesters(request: Request, db: DbDep, principal: PrincipalDep, settin
 @router.post("/api/v2/harvesters", summary="Create a harvester (superuser)")
 def create_harvester(request: Request, db: DbDep, principal: SuperuserDep, settings: SettingsDep,
                      body=Depends(read_body)) -> JSON:
-    harvester, action = domain.save_harvester(db, settings, principal, body)
+    fields = domain.HarvesterFields.model_validate(body, context={"complete": True})
+    harvester, action = domain.save_harvester(db, settings, principal, fields)
     _start(request, db, harvester, action, principal.id)
     return JSON({wire.SINGULAR: wire.harvester_record(harvester, siteurl.base(settings), detail=True)},
                 status_code=201)
@@ -80,8 +81,9 @@ def get_harvester(harvester_id: str, db: DbDep, _: SuperuserDep, settings: Setti
 def update_harvester(request: Request, harvester_id: str, db: DbDep, principal: SuperuserDep,
                      settings: SettingsDep, body=Depends(read_body)) -> JSON:
     harvester = domain.get_harvester(db, harvester_id)
-    harvester, action = domain.save_harvester(db, settings, principal, body, harvester,
-                                              partial=request.method == "PATCH")
+    fields = domain.HarvesterFields.model_validate(
+        body, context={"complete": request.method != "PATCH"})
+    harvester, action = domain.save_harvester(db, settings, principal, fields, harvester)
     _start(request, db, harvester, action, principal.id)
     return JSON({wire.SINGULAR: wire.harvester_record(harvester, siteurl.base(settings), detail=True)})
 
@@ -107,7 +109,7 @@ def list_harvestable(request: Request, harvester_id: str, db: DbDep, principal: 
               summary="Choose what to harvest (superuser)")
 def select_harvestable(harvester_id: str, db: DbDep, _: SuperuserDep, body=Depends(read_body)) -> JSON:
     harvester = domain.get_harvester(db, harvester_id)
-    rows = domain.select_harvestable(db, harvester, body)
+    rows = domain.select_harvestable(db, harvester, domain.HarvestableSelection.model_validate(body))
     db.commit()
     return JSON([wire.harvestable_record(r) for r in rows])
 

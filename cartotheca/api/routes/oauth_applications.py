@@ -26,9 +26,10 @@ def list_applications(db: DbDep, principal: StaffDep) -> JSON:
 @router.post("/api/v2/oauth-applications", status_code=201,
              summary="Register an OAuth2 application (staff); its secret is answered once")
 def create_application(db: DbDep, principal: StaffDep, body: BodyDep) -> JSON:
-    application, secret = oauth.register_from_body(db, principal, body)
+    fields = oauth.ApplicationFields.model_validate(body)
+    application, secret = oauth.register(db, principal, fields)
     db.commit()
-    owner = body.get("user") or None
+    owner = fields.user
     return JSON({"application": oauth.application_record(application, owner),
                  "client_secret": secret}, status_code=201)
 

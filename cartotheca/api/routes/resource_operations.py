@@ -20,6 +20,7 @@ from cartotheca.api.schemas.permission_specs import compact_body
 from cartotheca.catalogue import events, permission_specs, resource_lifecycle
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
+from cartotheca.catalogue.permission_specs import CompactSpec, NamedSpec
 from cartotheca.catalogue.resources import RESOURCE_TYPES
 from cartotheca.db.models import Resource
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound
@@ -79,12 +80,13 @@ def get_permissions(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
 def _permissions_change(request, resource_id, db, principal, settings, body, mode: str) -> JSON:
     resource = _load(db, principal, settings, resource_id, perms.CHANGE_PERMISSIONS)
     if mode == "remove":
-        spec = permission_specs.Spec()
+        spec, created = permission_specs.Spec(), False
     else:
-        spec = permission_specs.parse_compact(db, settings, resource, body)
+        compact = CompactSpec.model_validate(body)
+        spec = permission_specs.compact_spec(db, settings, resource, compact)
+        created = bool(compact.created)
     params = {"uuid": resource.uuid, "resource_id": resource.id, "mode": mode,
-              "spec": spec.as_input(), "owner": resource.owner.username,
-              "created": bool(body.get("created", False)) if isinstance(body, Mapping) else False}
+              "spec": spec.as_input(), "owner": resource.owner.username, "created": created}
     func_name = "remove_permissions" if mode == "remove" else "set_permissions"
     return _start(request, db, principal, func_name=func_name, action="permissions",
                   params=params, resource=resource)
@@ -118,7 +120,7 @@ def get_perms(resource_id: IdPath, db: DbDep, principal: PrincipalDep, settings:
 def set_perms(resource_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep,
               body: BodyDep) -> JSON:
     resource = _load(db, principal, settings, resource_id, perms.CHANGE_PERMISSIONS)
-    spec = permission_specs.parse_mapping(db, settings, resource, body)
+    spec = permission_specs.named_spec(db, settings, resource, NamedSpec.model_validate(body))
     permission_specs.apply(db, resource, spec, "replace")
     events.record(db, events.PERMISSIONS_CHANGED, resource=resource, actor=principal)
     db.commit()

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ValidationInfo, field_validator, model_validator
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
@@ -19,6 +20,7 @@ from cartotheca.catalogue import query
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.harvesting import registry
 from cartotheca.catalogue.harvesting.remote import check_remote_url
+from cartotheca.catalogue.inputs import invalid
 from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
 from cartotheca.db.base import utcnow
@@ -122,88 +124,136 @@ def get_harvester(session: Session, raw_id: Any) -> Harvester:
     return harvester
 
 
-def _fields(body: Any) -> Mapping[str, Any]:
-    if isinstance(body, Mapping) and set(body) == {"harvester"} and isinstance(body["harvester"], Mapping):
-        body = body["harvester"]
-    if not isinstance(body, Mapping):
-        raise InvalidInput("Invalid data. Expected a dictionary.")
-    return body
+class HarvesterFields(BaseModel):
+    """A client's harvester object (or ``{"harvester": {...}}``), checked: unknown keys are
+    refused, read-only ones sent back are ignored. Parsed with ``context={"complete": True}``
+    when creating or replacing (PUT): name, URL and type are then required."""
+
+    name: str | None = None
+    remote_url: str | None = None
+    harvester_type: str | None = None
+    harvester_type_specific_configuration: dict[str, Any] | None = None
+    default_owner: int | None = None
+    harvesting_session_update_frequency: int | None = None
+    refresh_harvestable_resources_update_frequency: int | None = None
+    check_availability_frequency: int | None = None
+    scheduling_enabled: bool | None = None
+    harvest_new_resources_by_default: bool | None = None
+    delete_orphan_resources_automatically: bool | None = None
+    status: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _object(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, Mapping) and set(data) == {"harvester"} and \
+                isinstance(data["harvester"], Mapping):
+            data = data["harvester"]
+        if not isinstance(data, Mapping):
+            raise invalid("Invalid data. Expected a dictionary.")
+        unknown = [k for k in data if k not in WRITABLE and k not in READ_ONLY]
+        if unknown:
+            raise invalid(f"{unknown[0]}: unknown field")
+        data = {k: v for k, v in data.items() if k not in READ_ONLY}
+        if info.context and info.context.get("complete"):
+            for key in ("name", "remote_url", "harvester_type"):
+                data.setdefault(key, None)
+        return data
+
+    @field_validator("name", "remote_url", mode="plain")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> str:
+        key = info.field_name
+        limit = 255 if key == "name" else 2048
+        if not isinstance(value, str) or not value.strip():
+            raise invalid(f"{key}: This field is required.")
+        if len(value) > limit or "\x00" in value:
+            raise invalid(f"{key}: Ensure this field has no more than {limit} characters.")
+        return value.strip()
+
+    @field_validator("harvester_type", mode="plain")
+    @classmethod
+    def _type(cls, value: Any) -> str:
+        try:
+            return registry.type_name(value)
+        except InvalidInput as exc:
+            raise invalid(exc.message) from None
+
+    @field_validator("harvester_type_specific_configuration", mode="plain")
+    @classmethod
+    def _config(cls, value: Any) -> dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise invalid("harvester_type_specific_configuration: expected a JSON object")
+        return dict(value)
+
+    @field_validator("default_owner", mode="plain")
+    @classmethod
+    def _owner(cls, value: Any) -> int:
+        ident = value.get("pk", value.get("id")) if isinstance(value, Mapping) else value
+        if isinstance(ident, str) and ident.isdigit():
+            ident = int(ident)
+        if isinstance(ident, bool) or not isinstance(ident, int):
+            raise invalid(owner_unknown(ident))
+        return ident
+
+    @field_validator(*FREQUENCIES, mode="plain")
+    @classmethod
+    def _minutes(cls, value: Any, info: ValidationInfo) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10 ** 6:
+            raise invalid(f"{info.field_name}: A whole number of minutes from 1 to 1000000 is "
+                          "required.")
+        return value
+
+    @field_validator(*FLAGS, mode="plain")
+    @classmethod
+    def _flag(cls, value: Any, info: ValidationInfo) -> bool:
+        return _boolean(str(info.field_name), value)
 
 
-def _text(body: Mapping[str, Any], key: str, limit: int) -> str:
-    value = body.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{key}: This field is required.")
-    if len(value) > limit or "\x00" in value:
-        raise InvalidInput(f"{key}: Ensure this field has no more than {limit} characters.")
-    return value.strip()
+def owner_unknown(ident: Any) -> str:
+    return f"default_owner: Invalid pk \"{ident}\" - object does not exist."
 
 
-def _flag(key: str, value: Any) -> bool:
+def _boolean(key: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidInput(f"{key}: Must be a valid boolean.")
+        raise invalid(f"{key}: Must be a valid boolean.")
     return value
 
 
-def _minutes(key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10 ** 6:
-        raise InvalidInput(f"{key}: A whole number of minutes from 1 to 1000000 is required.")
-    return value
-
-
-def _owner(session: Session, value: Any) -> int:
-    ident = value.get("pk", value.get("id")) if isinstance(value, Mapping) else value
-    if isinstance(ident, str) and ident.isdigit():
-        ident = int(ident)
-    if isinstance(ident, bool) or not isinstance(ident, int) or session.get(User, ident) is None:
-        raise InvalidInput(f"default_owner: Invalid pk \"{ident}\" - object does not exist.")
-    return ident
-
-
-def save_harvester(session: Session, settings: Settings, principal: Principal, body: Any,
-                   harvester: Harvester | None = None, *,
-                   partial: bool = False) -> tuple[Harvester, str | None]:
-    """Create (``harvester`` None), replace (PUT) or patch a harvester from a client's body.
+def save_harvester(session: Session, settings: Settings, principal: Principal,
+                   fields: HarvesterFields,
+                   harvester: Harvester | None = None) -> tuple[Harvester, str | None]:
+    """Create (``harvester`` None), replace or patch a harvester from a client's checked fields.
 
     Returns the harvester and the action status the client asked for, if any: the caller starts
     it once the change is committed, as GeoNode does when ``status`` is written."""
-    data = _fields(body)
-    unknown = [k for k in data if k not in WRITABLE and k not in READ_ONLY]
-    if unknown:
-        raise InvalidInput(f"{unknown[0]}: unknown field")
+    given = fields.model_fields_set
     creating = harvester is None
-    if creating:
+    if harvester is None:
         harvester = Harvester(status=READY, remote_available=False, default_owner_id=principal.id,
                               harvester_type_specific_configuration={},
                               last_check_harvestable_resources_message="")
-    if creating or not partial or "name" in data:
-        name = _text(data, "name", 255)
-        clash = session.scalar(select(Harvester.id).where(Harvester.name == name))
+    if fields.name is not None:
+        clash = session.scalar(select(Harvester.id).where(Harvester.name == fields.name))
         if clash is not None and clash != harvester.id:
             raise InvalidInput("name: harvester with this name already exists.")
-        harvester.name = name
-    if creating or not partial or "remote_url" in data:
-        url = _text(data, "remote_url", 2048)
-        check_remote_url(settings, url)
-        harvester.remote_url = url
-    if creating or not partial or "harvester_type" in data:
-        harvester.harvester_type = registry.type_name(data.get("harvester_type"))
-    if "harvester_type_specific_configuration" in data:
-        config = data["harvester_type_specific_configuration"]
-        if config is None:
-            config = {}
-        if not isinstance(config, Mapping):
-            raise InvalidInput("harvester_type_specific_configuration: expected a JSON object")
-        harvester.harvester_type_specific_configuration = dict(config)
-    if "default_owner" in data:
-        harvester.default_owner_id = _owner(session, data["default_owner"])
-    for key in FREQUENCIES:
-        if key in data:
-            setattr(harvester, key, _minutes(key, data[key]))
-    for key in FLAGS:
-        if key in data:
-            setattr(harvester, key, _flag(key, data[key]))
-    wanted = data.get("status")
+        harvester.name = fields.name
+    if fields.remote_url is not None:
+        check_remote_url(settings, fields.remote_url)
+        harvester.remote_url = fields.remote_url
+    if fields.harvester_type is not None:
+        harvester.harvester_type = fields.harvester_type
+    if fields.harvester_type_specific_configuration is not None:
+        harvester.harvester_type_specific_configuration = fields.harvester_type_specific_configuration
+    if fields.default_owner is not None:
+        if session.get(User, fields.default_owner) is None:
+            raise InvalidInput(owner_unknown(fields.default_owner))
+        harvester.default_owner_id = fields.default_owner
+    for key in (*FREQUENCIES, *FLAGS):
+        if key in given:
+            setattr(harvester, key, getattr(fields, key))
+    wanted = fields.status
     if wanted is not None and (creating or wanted != harvester.status):
         if creating or wanted not in (*ACTIONS, *ABORTS):
             raise InvalidInput(f"status: \"{wanted}\" cannot be set here; expected one of "
@@ -292,17 +342,32 @@ def list_harvestable(ctx: ListContext, harvester: Harvester
     return _listing(ctx, stmt, HARVESTABLE_FIELDS)
 
 
-def select_harvestable(session: Session, harvester: Harvester, body: Any) -> list[HarvestableResource]:
-    """The list-level PATCH: ``[{"unique_identifier", "should_be_harvested"}, ...]``."""
-    if isinstance(body, Mapping) and set(body) == {"harvestable_resources"}:
-        body = body["harvestable_resources"]
-    if not isinstance(body, list):
-        raise InvalidInput("Expected a list of {\"unique_identifier\", \"should_be_harvested\"} items.")
-    wanted: dict[str, bool] = {}
-    for item in body:
-        if not isinstance(item, Mapping) or not isinstance(item.get("unique_identifier"), str):
-            raise InvalidInput("unique_identifier: This field is required.")
-        wanted[item["unique_identifier"]] = _flag("should_be_harvested", item.get("should_be_harvested"))
+class HarvestableSelection(BaseModel):
+    """The list-level PATCH of harvestable resources: ``[{"unique_identifier",
+    "should_be_harvested"}, ...]``, bare or as ``{"harvestable_resources": [...]}``."""
+
+    wanted: dict[str, bool]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _items(cls, body: Any) -> Any:
+        if isinstance(body, Mapping) and set(body) == {"harvestable_resources"}:
+            body = body["harvestable_resources"]
+        if not isinstance(body, list):
+            raise invalid("Expected a list of {\"unique_identifier\", \"should_be_harvested\"} items.")
+        wanted: dict[str, bool] = {}
+        for item in body:
+            if not isinstance(item, Mapping) or not isinstance(item.get("unique_identifier"), str):
+                raise invalid("unique_identifier: This field is required.")
+            wanted[item["unique_identifier"]] = _boolean("should_be_harvested",
+                                                         item.get("should_be_harvested"))
+        return {"wanted": wanted}
+
+
+def select_harvestable(session: Session, harvester: Harvester,
+                       selection: HarvestableSelection) -> list[HarvestableResource]:
+    """Mark which of the harvester's resources are to be harvested."""
+    wanted = selection.wanted
     rows = session.scalars(select(HarvestableResource).where(
         HarvestableResource.harvester_id == harvester.id,
         HarvestableResource.unique_identifier.in_(list(wanted)))).all() if wanted else []
