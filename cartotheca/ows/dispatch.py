@@ -7,7 +7,8 @@ exception (``cartotheca.errors``), the report's form follows the service and ver
 a ServiceExceptionReport (1.1.1: ``application/vnd.ogc.se_xml``; 1.3.0: ``text/xml`` in the
 ``http://www.opengis.net/ogc`` namespace) with HTTP 200, as map servers do. WFS, WCS and WMTS
 answer an OWS Common ``ows:ExceptionReport`` with the HTTP status OWS Common 2.0 assigns to the
-code.
+code. CSW (its own endpoint, answered by pycsw) has its refusals written here too, in the
+``ows:ExceptionReport`` of its version (2.0.2: OWS Common 1.0; 3.0.0: OWS Common 2.0).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from lxml import etree
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -178,6 +180,8 @@ def report(exc: CartothecaError, service: str, version: str | None = None) -> Re
     version = getattr(exc, "version", None) or version
     if service == "WMS":
         return _wms_report(exc, version)
+    if service == "CSW":
+        return _csw_report(exc, version)
     return _ows_report(exc, service, version)
 
 
@@ -225,3 +229,20 @@ def _ows_report(exc: CartothecaError, service: str, version: str | None) -> Resp
     )
     status = exc.ogc_status or HTTP_STATUS.get(exc.ogc_code, 400)
     return Response(body, status_code=status, media_type="application/xml")
+
+
+def _csw_report(exc: CartothecaError, version: str | None) -> Response:
+    # Written with lxml as pycsw writes the reports of what it refuses itself, so a client sees
+    # the same document whichever refused; 2.0.2 is the version when none is known.
+    if version and version.startswith("3"):
+        ns, report_version = "http://www.opengis.net/ows/2.0", "2.0.0"
+    else:
+        ns, report_version = "http://www.opengis.net/ows", "1.2.0"
+    root = etree.Element(f"{{{ns}}}ExceptionReport", nsmap={"ows": ns}, version=report_version)
+    node = xmlsafe.sub_element(root, f"{{{ns}}}Exception", attrs={"exceptionCode": exc.ogc_code})
+    if exc.ogc_locator:
+        node.set("locator", xmlsafe.clean(exc.ogc_locator))
+    xmlsafe.sub_element(node, f"{{{ns}}}ExceptionText", exc.message)
+    body = etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+    status = exc.ogc_status or HTTP_STATUS.get(exc.ogc_code, 400)
+    return Response(body, status_code=status, media_type="application/xml; charset=UTF-8")

@@ -20,7 +20,7 @@ from cartotheca.catalogue.csw import service
 from cartotheca.catalogue.csw.repository import RequestScope
 from cartotheca.db.models import User
 from cartotheca.filters.values import like_pattern
-from tests.catalogue.iso_documents import BILLION_LAUGHS, gmd
+from tests.catalogue.iso_documents import gmd
 from tests.catalogue.test_iso_metadata import load
 from tests.factories import make_resource, make_user
 
@@ -244,26 +244,6 @@ def test_uploaded_iso_metadata_round_trips(db, settings, people, iso_schema):
     assert record.temporal_extent == (dt.datetime(2001, 1, 1), dt.datetime(2010, 12, 31, 22, 0))
     parties = {(p.role, name) for p in record.parties for name in p.names}
     assert {("metadata_author", "author"), ("poc", "ana"), ("publisher", "ben")} <= parties
-
-
-def test_refused_before_pycsw_runs(db, settings, people, catalogue):
-    _, who = people
-
-    def code(body=None, **params):
-        answer = service.handle(RequestScope(db, who["anonymous"], settings), params,
-                                body.encode() if body else None)
-        root = etree.fromstring(answer.body)
-        return answer.status, root.find("ows:Exception", NS).get("exceptionCode")
-
-    base = dict(service="CSW", version="2.0.2", request="GetRecords", typenames="csw:Record")
-    assert code(**base, responsehandler="http://127.0.0.1:9/") == (400, "InvalidParameterValue")
-    assert code(**base, mode="opensearch") == (400, "InvalidParameterValue")
-    assert code(BILLION_LAUGHS) == (400, "NoApplicableCode")
-    laughs_filter = BILLION_LAUGHS.replace("gmd:MD_Metadata", "ogc:Filter")
-    assert code(**base, constraintlanguage="FILTER", constraint=laughs_filter) == (400, "NoApplicableCode")
-    handler = FILTER.replace("</csw:GetRecords>",
-                             "<csw:ResponseHandler>http://127.0.0.1:9/</csw:ResponseHandler></csw:GetRecords>")
-    assert code(handler.format("")) == (400, "InvalidParameterValue")
 
 
 def test_capabilities_name_the_operations_and_schemas(db, settings, people):

@@ -1,7 +1,8 @@
 """cartotheca.api.routes.csw: the catalogue's CSW endpoint, ``/catalogue/csw``.
 
 KVP requests come as GET (or a POSTed form), XML requests as a POST body; pycsw answers in a
-worker thread, with what the requester may view.
+worker thread, with what the requester may view. What is refused before pycsw runs, and a
+database that is unavailable, are answered by ``ows.dispatch``'s exception reports.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from starlette.responses import Response
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep
 from cartotheca.catalogue.csw import service
 from cartotheca.catalogue.csw.repository import RequestScope
-from cartotheca.db.session import RETRY_AFTER_SECONDS
+from cartotheca.errors import OWSException
+from cartotheca.ows import dispatch
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -32,12 +34,11 @@ async def csw(request: Request, db: DbDep, principal: PrincipalDep, settings: Se
         else:
             body = await request.body()
     scope = RequestScope(db, principal, settings)
-    answer = await run_in_threadpool(service.handle, scope, params, body)
+    try:
+        answer = await run_in_threadpool(service.handle, scope, params, body)
+    except OWSException as exc:
+        return dispatch.report(exc, "CSW", service.report_version(params, body))
     if scope.unavailable:
         log.warning("database unavailable for CSW: %s", scope.unavailable[0])
-        report = service.exception_report(
-            "NoApplicableCode", "The service is temporarily unavailable; try again later.", None,
-            service.report_version(params, body))
-        return Response(report, status_code=503, media_type=service.XML_TYPE,
-                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return dispatch.unavailable("CSW", service.report_version(params, body))
     return Response(answer.body, status_code=answer.status, media_type=answer.content_type)

@@ -6,7 +6,9 @@ and ebRIM output schemas) over ``CatalogueRepository``. What pycsw would do beyo
 from the catalogue is refused before it runs: asynchronous answers POSTed to a client-given
 ``ResponseHandler`` URL, the OpenSearch/SRU/OAI-PMH modes, transactions and harvesting (not
 configured). XML bodies and Filter constraints are parsed by ``xmlsafe`` first, so pycsw only
-ever sees documents without a DTD.
+ever sees documents without a DTD. A refusal is raised as ``OWSException``; the route has it
+written as CSW's exception report by the one OGC report map, in the version ``report_version``
+names.
 """
 
 from __future__ import annotations
@@ -20,11 +22,10 @@ from pycsw import server
 from cartotheca import siteurl, xmlsafe
 from cartotheca.catalogue.csw.repository import RequestScope
 from cartotheca.catalogue.service_metadata import service_metadata
-from cartotheca.errors import InvalidInput
+from cartotheca.errors import InvalidInput, OWSException
 
 XML_TYPE = "application/xml; charset=UTF-8"
 JSON_TYPE = "application/json"
-OWS = "http://www.opengis.net/ows"
 PATH = "catalogue/csw"
 DEFAULT_VERSION = "2.0.2"  # as GeoNode's pycsw
 MAX_PAGING_VALUE = 2**31 - 1  # largest maxRecords/startPosition accepted
@@ -38,14 +39,11 @@ class CswResponse:
 
 
 def handle(scope: RequestScope, params: Mapping[str, str], body: bytes | None = None) -> CswResponse:
-    """Answer a KVP request (``params``) or an XML request (``body``)."""
-    try:
-        if body:
-            return _run(scope, request=_checked_body(body))
-        return _run(scope, kvp=_checked_params(params))
-    except Refused as exc:
-        return CswResponse(400, XML_TYPE, exception_report(exc.code, exc.message, exc.locator,
-                                                           report_version(params, body)))
+    """Answer a KVP request (``params``) or an XML request (``body``); OWSException for one
+    refused before pycsw runs (pycsw writes the reports of what it refuses itself)."""
+    if body:
+        return _run(scope, request=_checked_body(body))
+    return _run(scope, kvp=_checked_params(params))
 
 
 def report_version(params: Mapping[str, str], body: bytes | None) -> str:
@@ -53,21 +51,13 @@ def report_version(params: Mapping[str, str], body: bytes | None) -> str:
     return "3.0.0" if body is None and "3.0" in str(params.get("version", "")) else DEFAULT_VERSION
 
 
-class Refused(Exception):
-    """A request refused before pycsw runs; answered with an ows:ExceptionReport."""
-
-    def __init__(self, code: str, message: str, locator: str):
-        super().__init__(message)
-        self.code, self.message, self.locator = code, message, locator
-
-
 def _checked_params(params: Mapping[str, str]) -> dict[str, str]:
     kvp = {key.lower(): value for key, value in params.items()}
     if "responsehandler" in kvp:
-        raise Refused("InvalidParameterValue", "Asynchronous responses are not offered",
-                       "responsehandler")
+        raise OWSException("InvalidParameterValue", "Asynchronous responses are not offered",
+                           locator="responsehandler")
     if kvp.get("mode", "csw").lower() != "csw":
-        raise Refused("InvalidParameterValue", "Only the CSW mode is offered", "mode")
+        raise OWSException("InvalidParameterValue", "Only the CSW mode is offered", locator="mode")
     if kvp.get("constraintlanguage", "").upper() == "FILTER" and kvp.get("constraint"):
         _safe(kvp["constraint"].encode("utf-8"), "constraint")
     _check_paging(kvp.get("maxrecords"), kvp.get("startposition"))
@@ -78,8 +68,8 @@ def _checked_body(body: bytes) -> bytes:
     root = _safe(body, "request")
     _check_paging(root.get("maxRecords"), root.get("startPosition"))
     if next(root.iter("{*}ResponseHandler"), None) is not None:
-        raise Refused("InvalidParameterValue", "Asynchronous responses are not offered",
-                       "ResponseHandler")
+        raise OWSException("InvalidParameterValue", "Asynchronous responses are not offered",
+                           locator="ResponseHandler")
     # pycsw parses the body again: hand it the document as read here, DTD-free
     return etree.tostring(root, encoding="UTF-8", xml_declaration=True)
 
@@ -93,15 +83,17 @@ def _check_paging(maxrecords: str | None, startposition: str | None) -> None:
         text = value.strip()
         digits = text.lstrip("0") if text.isascii() and text.isdigit() else None
         if digits is None or len(digits) > 10 or int(digits or "0") > MAX_PAGING_VALUE:
-            raise Refused("InvalidParameterValue",
-                          f"{name} must be an integer between 0 and {MAX_PAGING_VALUE}", name)
+            raise OWSException("InvalidParameterValue",
+                               f"{name} must be an integer between 0 and {MAX_PAGING_VALUE}",
+                               locator=name)
 
 
 def _safe(data: bytes, locator: str) -> etree._Element:
     try:
         return xmlsafe.parse(data, "CSW request" if locator == "request" else "Filter constraint")
     except InvalidInput as exc:
-        raise Refused("NoApplicableCode", exc.message, locator) from None
+        # the client's document, not the server, is at fault: 400, not NoApplicableCode's 500
+        raise OWSException("NoApplicableCode", exc.message, locator=locator, status=400) from None
 
 
 def negotiated(kvp: dict[str, str]) -> tuple[str, dict[str, str]]:
@@ -191,15 +183,3 @@ def configuration(scope: RequestScope) -> dict:
         },
     }
 
-
-def exception_report(code: str, message: str, locator: str | None, version: str) -> bytes:
-    """An ows:ExceptionReport for what is refused before pycsw runs."""
-    ows = "http://www.opengis.net/ows/2.0" if version.startswith("3") else OWS
-    root = etree.Element(f"{{{ows}}}ExceptionReport", nsmap={"ows": ows},
-                         version="2.0.0" if version.startswith("3") else "1.2.0")
-    # The message and locator may repeat what the client sent (a NUL or control character).
-    exc = xmlsafe.sub_element(root, f"{{{ows}}}Exception", attrs={"exceptionCode": code})
-    if locator:
-        exc.set("locator", xmlsafe.clean(locator))
-    xmlsafe.sub_element(exc, f"{{{ows}}}ExceptionText", message)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")

@@ -9,8 +9,8 @@ import pytest
 from lxml import etree
 
 from cartotheca.catalogue import iso_metadata
-from tests.catalogue.iso_documents import gmd
-from tests.catalogue.test_csw import ISO_XSD, NS
+from tests.catalogue.iso_documents import BILLION_LAUGHS, gmd
+from tests.catalogue.test_csw import FILTER, ISO_XSD, NS
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import publish_file, write_points
@@ -161,6 +161,47 @@ def test_bad_requests_get_exception_reports(client, wells):
                                                 "outputformat": "application/json"})
     assert json.headers["content-type"] == "application/json"
     assert "Wells of the valley" in json.text
+
+
+def test_refused_before_pycsw_runs(client, wells):
+    def code(body=None, **params):
+        if body:
+            response = client.post("/catalogue/csw", content=body.encode())
+        else:
+            response = client.get("/catalogue/csw", params=params)
+        assert response.headers["content-type"] == "application/xml; charset=UTF-8"
+        root = etree.fromstring(response.content)
+        return response.status_code, root.find("ows:Exception", NS).get("exceptionCode")
+
+    base = dict(service="CSW", version="2.0.2", request="GetRecords", typenames="csw:Record")
+    assert code(**base, responsehandler="http://127.0.0.1:9/") == (400, "InvalidParameterValue")
+    assert code(**base, mode="opensearch") == (400, "InvalidParameterValue")
+    assert code(BILLION_LAUGHS) == (400, "NoApplicableCode")
+    laughs_filter = BILLION_LAUGHS.replace("gmd:MD_Metadata", "ogc:Filter")
+    assert code(**base, constraintlanguage="FILTER", constraint=laughs_filter) == (400, "NoApplicableCode")
+    handler = FILTER.replace("</csw:GetRecords>",
+                             "<csw:ResponseHandler>http://127.0.0.1:9/</csw:ResponseHandler></csw:GetRecords>")
+    assert code(handler.format("")) == (400, "InvalidParameterValue")
+
+
+def test_a_refusal_is_reported_in_the_version_asked(client, wells):
+    two = client.get("/catalogue/csw", params={"service": "CSW", "version": "2.0.2", "request": "GetRecords",
+                                               "typenames": "csw:Record", "maxrecords": "x"})
+    assert two.status_code == 400
+    assert two.content == (
+        b"<?xml version='1.0' encoding='UTF-8'?>\n"
+        b'<ows:ExceptionReport xmlns:ows="http://www.opengis.net/ows" version="1.2.0">'
+        b'<ows:Exception exceptionCode="InvalidParameterValue" locator="maxRecords"><ows:ExceptionText>'
+        b"maxRecords must be an integer between 0 and 2147483647</ows:ExceptionText></ows:Exception>"
+        b"</ows:ExceptionReport>")
+    three = client.get("/catalogue/csw", params={"service": "CSW", "version": "3.0.0",
+                                                 "request": "GetRecords", "typenames": "csw:Record",
+                                                 "mode": "sru"})
+    assert three.status_code == 400
+    root = etree.fromstring(three.content)
+    assert (root.tag, root.get("version")) == (f"{{{NS['ows20']}}}ExceptionReport", "2.0.0")
+    exception = root.find("ows20:Exception", NS)
+    assert (exception.get("exceptionCode"), exception.get("locator")) == ("InvalidParameterValue", "mode")
 
 
 def test_a_page_costs_the_same_statements_whatever_its_size(client, db, settings, owner, count_statements):
