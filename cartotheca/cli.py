@@ -8,6 +8,7 @@ import os
 import sys
 
 import click
+import uvicorn
 from celery import Celery
 
 from cartotheca import __version__, siteurl, timeutil
@@ -53,8 +54,6 @@ def main() -> None:
 def serve(host: str | None, port: int | None, workers: int | None, limit_concurrency: int | None,
           keep_alive_timeout: int | None, forwarded_allow_ips: str | None) -> None:
     """Migrate the database, create the first administrator if needed, and serve."""
-    import uvicorn
-
     if forwarded_allow_ips is not None:
         # Through the environment, so every server process's app reads it with its settings.
         os.environ["CARTOTHECA_FORWARDED_ALLOW_IPS"] = json.dumps(

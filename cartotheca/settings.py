@@ -9,10 +9,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import pyproj  # only to validate; loaded by the map server anyway
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -243,9 +247,6 @@ class Settings(BaseSettings):
     @field_validator("EXTRA_METADATA_SCHEMA")
     @classmethod
     def _extra_metadata_schemas_are_json_schemas(cls, value: dict[str, dict[str, Any]]):
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
-
         for kind, schema in value.items():
             try:
                 Draft202012Validator.check_schema(schema)
@@ -257,8 +258,6 @@ class Settings(BaseSettings):
     @field_validator("WMS_ADVERTISED_CRS")
     @classmethod
     def _advertised_crs_are_epsg_codes(cls, value: list[str]) -> list[str]:
-        import pyproj  # only to validate; loaded by the map server anyway
-
         codes = []
         for item in value:
             match = re.fullmatch(r"\s*EPSG:(\d+)\s*", item, re.IGNORECASE)
@@ -329,8 +328,6 @@ class Settings(BaseSettings):
             return self.SECRET_KEY
         path = self.ensure_data_dir() / "secret_key"
         if not path.exists():
-            import secrets
-
             path.write_text(secrets.token_urlsafe(48))
             path.chmod(0o600)
         return path.read_text().strip()

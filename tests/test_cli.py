@@ -41,10 +41,6 @@ def cartotheca(settings):
 
 
 def test_subcommands_share_the_commands_options():
-    from click.testing import CliRunner
-
-    from cartotheca.cli import main
-
     runner = CliRunner()
     result = runner.invoke(main, ["sync_datasets", "--help"])
     assert result.exit_code == 0

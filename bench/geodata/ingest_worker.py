@@ -122,7 +122,7 @@ def warm_imports() -> None:
     import cartotheca.geodata.stats  # noqa: F401
     import cartotheca.geodata.storage.geopackage  # noqa: F401
     import cartotheca.geodata.storage.postgis  # noqa: F401
-    import cartotheca.ows.styles  # noqa: F401  (the default style's SLD; loaded by any map drawn)
+    import cartotheca.styling.defaults  # noqa: F401  (the default style's SLD; loaded by any map drawn)
 
 
 def warm_up_publish(session, settings, principal, data_dir: Path) -> None:

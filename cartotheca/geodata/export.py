@@ -22,7 +22,12 @@ from typing import Any
 
 import numpy as np
 import orjson
+import pyarrow as pa
+import pyogrio
+import rasterio
 import shapely
+from openpyxl import Workbook
+from rasterio.windows import from_bounds
 from sqlalchemy import select
 
 from cartotheca.db.models import DatasetAttribute
@@ -165,8 +170,6 @@ def xlsx(layers: list[ExportLayer]) -> Iterator[bytes]:
     """An Excel 2007+ workbook, one sheet per layer (openpyxl's write-only mode keeps rows on
     disk, not in memory); the geometry is a WKT column."""
     def build(folder: Path) -> Path:
-        from openpyxl import Workbook
-
         book = Workbook(write_only=True)
         for layer in layers:
             sheet = book.create_sheet(title=_sheet_title(layer.name))
@@ -262,8 +265,6 @@ ARROW_TYPES = {"xsd:int": "int32", "xsd:short": "int32", "xsd:long": "int64", "x
 
 
 def _arrow_table(batch: FeatureBatch, fields: list[FieldInfo], shapefile: bool) -> Any:
-    import pyarrow as pa
-
     columns, names = [], []
     for f in fields:
         kind = ARROW_TYPES.get(f.type, "string")
@@ -293,8 +294,6 @@ def _shapefile_type(geometry_type: str) -> str:
 
 def write_vector_file(layer: ExportLayer, path: Path, driver: str, **options: Any) -> None:
     """Append ``layer``'s batches to a new OGR file, one Arrow batch at a time."""
-    import pyogrio
-
     shapefile = driver == "ESRI Shapefile"
     geometry_type = _shapefile_type(layer.geometry_type) if shapefile else layer.geometry_type
     crs = f"EPSG:{layer.epsg}" if layer.epsg else (layer.crs_wkt or None)
@@ -340,9 +339,6 @@ def shapefile_zip(layers: list[ExportLayer]) -> Iterator[bytes]:
 def geotiff_subset(path: str, bounds: tuple[float, float, float, float]) -> Iterator[bytes]:
     """The part of a GeoTIFF inside ``bounds`` (its own CRS), as a tiled GeoTIFF."""
     def build(folder: Path) -> Path:
-        import rasterio
-        from rasterio.windows import from_bounds
-
         out = folder / "subset.tif"
         with rasterio.open(path) as src:
             window = from_bounds(*bounds, transform=src.transform).round_offsets().round_lengths()

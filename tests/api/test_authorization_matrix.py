@@ -7,6 +7,7 @@ may not see appears anywhere in the body.
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import delete
 
 from cartotheca.catalogue import maps
@@ -161,8 +162,6 @@ def test_item_endpoints(client, world, role, kind):
 
 def test_unapproved_resources_under_moderation(make_app, db, settings):
     """With ADMIN_MODERATE_UPLOADS, new resources wait for staff approval, as in GeoNode."""
-    from fastapi.testclient import TestClient
-
     make_user(db, "olga")
     member = make_user(db, "mario")
     make_user(db, "rex")

@@ -7,7 +7,7 @@ from cartotheca.catalogue import accounts, groups, oauth
 from cartotheca.catalogue.auth import Principal, check_password, issue_token, open_web_session
 from cartotheca.catalogue.query import ListContext
 from cartotheca.db.models import AccessToken, GroupMember, OAuthApplication, User, WebSession
-from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+from cartotheca.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from tests.factories import make_group, make_resource, make_user
 
 
@@ -91,8 +91,6 @@ def test_owner_cannot_be_deleted_even_without_rules(db, settings):
     make_resource(db, settings, ana)
     admin = _principal(db, db.scalar(select(User).where(User.username == "admin")))
     no_rules = settings.model_copy(update={"USER_DELETION_RULES": []})
-    from cartotheca.errors import Conflict
-
     with pytest.raises(Conflict):
         accounts.delete_users(db, admin, no_rules, [ana])
     db.rollback()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from lxml import etree
 from sqlalchemy import select
 
 from cartotheca import xmlsafe
@@ -188,6 +189,4 @@ def test_written_document_reads_back_to_the_same_values(db, settings):
 
 
 def iso_metadata_bytes(element) -> bytes:
-    from lxml import etree
-
     return etree.tostring(element, xml_declaration=True, encoding="UTF-8")

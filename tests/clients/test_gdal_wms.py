@@ -8,6 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import rasterio
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
 from tests.factories import make_user
@@ -40,8 +41,6 @@ def test_gdalinfo_lists_the_layer_from_capabilities(live_server, polygons):
     ("1.3.0", "CRS", "40,0,60,40"),
 ])
 def test_gdal_translate_reads_the_map(live_server, polygons, tmp_path, version, crs_key, bbox):
-    import rasterio
-
     source = (f"WMS:{live_server.url}ows?SERVICE=WMS&VERSION={version}&REQUEST=GetMap"
               f"&LAYERS={polygons.alternate}&STYLES=&{crs_key}=EPSG:4326&BBOX={bbox}&FORMAT=image/png")
     out = tmp_path / f"map-{version}.tif"

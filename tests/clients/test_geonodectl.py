@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from geonoderest.geonodectl import geonodectl
 from sqlalchemy import select
 
 from cartotheca.db.models import GroupProfile, Keyword, Resource, User
@@ -32,10 +33,6 @@ MODES = pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
 
 
 def _entry_point():
-    try:
-        from geonoderest.geonodectl import geonodectl
-    except ImportError:
-        pytest.skip("geonodectl is not installed")
     return geonodectl
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from owslib.util import ServiceException
+from owslib.wcs import WebCoverageService
+from requests import HTTPError
 
 from tests.factories import make_user
 from tests.geodata.fixtures import raster_pixels
@@ -29,8 +32,6 @@ def coverages(db, settings, owner, tmp_path):
 
 @pytest.fixture
 def service(live_server, coverages):
-    from owslib.wcs import WebCoverageService
-
     return WebCoverageService(f"{live_server.url}ows", version="2.0.1")
 
 
@@ -81,8 +82,5 @@ def test_get_coverage_whole_and_reprojected(service, coverages):
 
 
 def test_unknown_coverage_is_an_error(service):
-    from owslib.util import ServiceException
-    from requests import HTTPError
-
     with pytest.raises((ServiceException, HTTPError)):
         service.getCoverage(identifier="geonode__nothing", format="image/tiff").read()

@@ -6,6 +6,8 @@ server shares; features OWSLib fetches are read back with GDAL and compared with
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from owslib.wfs import WebFeatureService
@@ -76,8 +78,6 @@ def test_owslib_get_feature_with_bbox_and_paging(live_server, published, tmp_pat
 def test_owslib_get_feature_as_geojson(live_server, published):
     _, polygons = published
     service = WebFeatureService(f"{live_server.url}ows", version="2.0.0", timeout=30)
-    import json
-
     body = json.loads(service.getfeature(typename=[polygons.alternate],
                                          outputFormat="application/json").read())
     assert body["numberMatched"] == len(POLYGONS)

@@ -13,13 +13,17 @@ compare what it reads back, renders or downloads with what went in.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyogrio.raw
+import rasterio
 import shapely
+from pyproj import Transformer
+from rasterio.transform import from_bounds
 
 import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio is imported)
 from cartotheca.catalogue.accounts import internal_group_ids
@@ -93,8 +97,6 @@ DRIVER_SUFFIX = {"GPKG": ".gpkg", "ESRI Shapefile": ".shp", "GeoJSON": ".geojson
 def _reproject(xs: Sequence[float], ys: Sequence[float], crs: str) -> tuple[np.ndarray, np.ndarray]:
     if crs.upper() in ("EPSG:4326", "OGC:CRS84"):
         return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-    from pyproj import Transformer
-
     transformer = Transformer.from_crs("EPSG:4326", crs, always_xy=True)
     out_x, out_y = transformer.transform(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float))
     return np.asarray(out_x), np.asarray(out_y)
@@ -202,9 +204,6 @@ def write_raster(tmp_path: Path, name: str = "raster", *, width: int = 64, heigh
                  crs: str = "EPSG:4326", bands: int = 1, dtype: str = "uint8",
                  nodata: float | None = None, tiled: bool = False) -> Path:
     """A GeoTIFF of ``raster_pixels`` covering ``bounds`` (in ``crs`` units)."""
-    import rasterio
-    from rasterio.transform import from_bounds
-
     path = tmp_path / f"{name}.tif"
     path.parent.mkdir(parents=True, exist_ok=True)
     profile = {"driver": "GTiff", "width": width, "height": height, "count": bands, "dtype": dtype,
@@ -267,8 +266,6 @@ def post_upload(client, headers: Mapping[str, str], path: Path, *, method: str =
 
 def wait_execution(client, headers: Mapping[str, str], exec_id: str, timeout: float = 60.0) -> dict:
     """Poll the execution request until it is finished or failed; returns the record."""
-    import time
-
     deadline = time.monotonic() + timeout
     record: dict = {}
     while time.monotonic() < deadline:

@@ -10,7 +10,9 @@ import zipfile
 
 import numpy as np
 import pytest
+import rasterio
 import shapely
+from openpyxl import load_workbook
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
 from cartotheca.geodata import export
@@ -82,8 +84,6 @@ def test_csv_has_fid_attributes_and_wkt(tmp_path):
 
 
 def test_xlsx_one_row_per_feature():
-    from openpyxl import load_workbook
-
     data = b"".join(export.xlsx([_layer()]))
     sheet = load_workbook(io.BytesIO(data), read_only=True)["areas"]
     rows = list(sheet.iter_rows(values_only=True))
@@ -139,8 +139,6 @@ def test_empty_layer_exports(tmp_path):
 
 @pytest.mark.parametrize("bounds", [(4.0, 44.0, 8.0, 48.0), (-10.0, 30.0, 2.0, 42.0)])
 def test_geotiff_subset(tmp_path, bounds):
-    import rasterio
-
     source = write_raster(tmp_path)  # 64x48 over lon 0..16, lat 40..52: 0.25° pixels
     path = tmp_path / "subset.tif"
     path.write_bytes(b"".join(export.geotiff_subset(str(source), bounds)))

@@ -20,6 +20,8 @@ from lxml import etree
 from sqlalchemy import func, select
 
 from cartotheca.db.models import Dataset, Resource, Upload
+from cartotheca.geodata.storage import FeatureQuery, stored_layer
+from cartotheca.geodata.storage.stores import vector_store
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata import fixtures as fx
@@ -233,9 +235,6 @@ def test_hostile_upload_is_refused_and_leaves_nothing(case, make_app, db, settin
 def test_non_utf8_attributes_with_charset_are_published_correctly(client, db, settings, tmp_path):
     """The control case: the same file with its charset is published, and the checks above
     would have seen it (a new layer in the capabilities, new files)."""
-    from cartotheca.geodata.storage import FeatureQuery, stored_layer
-    from cartotheca.geodata.storage.stores import vector_store
-
     make_user(db, "ana")
     auth = basic("ana", PASSWORD)
     before_files, before_layers = files_under(settings.DATA_DIR), wms_layers(client)

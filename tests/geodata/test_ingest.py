@@ -8,16 +8,22 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import rasterio
 import shapely
-from sqlalchemy import func, select
+from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import selectinload
 
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.accounts import internal_group_ids
+from cartotheca.catalogue.auth import InternalGroups, principal_for
+from cartotheca.catalogue.publishing import Journal, publish
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, ResourcePermission, Style
 from cartotheca.errors import InvalidInput
+from cartotheca.geodata import ingest, sources
+from cartotheca.geodata.ingest import IngestOptions
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
+from cartotheca.ows.thumbnails import MapThumbnails
 from tests.factories import make_user
 from tests.geodata import fixtures as fx
 
@@ -119,8 +125,6 @@ def test_csv_lonlat_points(db, settings, owner, tmp_path):
 
 
 def test_raster_is_stored_as_a_pixel_identical_cog(db, settings, owner, tmp_path):
-    import rasterio
-
     source = fx.write_raster(tmp_path, bands=3, crs="EPSG:3857", bounds=(0, 0, 6400, 4800))
     resource = fx.publish_file(db, settings, owner, source, title="Heights")
     dataset = dataset_of(db, resource)
@@ -208,8 +212,6 @@ def test_failed_publication_leaves_nothing(db, settings, owner, tmp_path):
 def layer_exists(settings, dataset) -> bool:
     """Whether the store still holds the dataset's layer (a file, or a PostGIS table)."""
     if dataset.storage == "postgis":
-        from sqlalchemy import create_engine, text
-
         engine = create_engine(settings.DATASTORE_URL)
         try:
             with engine.connect() as conn:
@@ -220,10 +222,6 @@ def layer_exists(settings, dataset) -> bool:
 
 
 def test_rollback_after_publishing_drops_the_stored_data(db, settings, owner, tmp_path):
-    from cartotheca.catalogue.auth import InternalGroups, principal_for
-    from cartotheca.catalogue.publishing import publish
-    from cartotheca.ows.thumbnails import MapThumbnails
-
     before = files_under(settings.DATA_DIR)
     groups = InternalGroups(*internal_group_ids(db, settings))
     resource = publish(db, settings, principal_for(db, owner, groups, "job"),
@@ -241,10 +239,6 @@ def test_rollback_after_publishing_drops_the_stored_data(db, settings, owner, tm
 def test_journal_undo_removes_what_a_killed_attempt_wrote(db, settings, tmp_path):
     """What a retry (or the sweep) does first: everything the journal names is removed, a
     GeoPackage temporary of a write cut short included."""
-    from cartotheca.catalogue.publishing import Journal
-    from cartotheca.geodata import ingest
-    from cartotheca.geodata.ingest import IngestOptions
-
     before = files_under(settings.DATA_DIR)
     [source] = ingest.validate(ingest.gather(fx.upload_files(fx.write_points(tmp_path)), tmp_path / "w",
                                              settings), IngestOptions())
@@ -267,9 +261,6 @@ def test_journal_undo_removes_what_a_killed_attempt_wrote(db, settings, tmp_path
 
 
 def test_validation_keeps_layers_for_the_store_within_its_memory_budget(tmp_path):
-    from cartotheca.geodata import sources
-    from tests.geodata import fixtures as fx
-
     path = fx.write_points(tmp_path)
     candidate = sources.Candidate("vector", path, path.stem, "GPKG")
     [kept] = sources.inspect_vector(candidate, charset=None, time=False)

@@ -7,16 +7,22 @@ import datetime as dt
 import sqlite3
 from pathlib import Path
 
+import mapnik
 import numpy as np
+import pyarrow as pa
 import pyogrio.raw
 import pytest
+import rasterio
 import shapely
 import sqlalchemy as sa
+from affine import Affine
 from pyproj import Transformer
 
 import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio and mapnik)
 from cartotheca.errors import Conflict, InvalidInput, NotFound
 from cartotheca.geodata.storage import FeatureQuery, SourceLayer, StoredLayer, gpkg_geometry
+from cartotheca.geodata.storage._source import wkb_type_codes
+from cartotheca.geodata.storage.postgis import _wkb_bounds, hex_ewkb
 from tests.geodata.fixtures import (
     POINTS,
     POLYGONS,
@@ -413,8 +419,6 @@ def test_datetime_columns_compare_as_instants(store, write, tmp_path):
 
 
 def test_mapnik_datasource_renders(store, polygons):
-    import mapnik
-
     params = store.mapnik_datasource(polygons)
     assert params["type"] == ("ogr" if store.name == "geopackage" else "postgis")
     m = mapnik.Map(100, 100, "epsg:4326")
@@ -462,9 +466,6 @@ def test_gpkg_blobs_decode_with_any_envelope():
 
 
 def _write_raster(path: Path, data: np.ndarray, nodata=None) -> Path:
-    import rasterio
-    from affine import Affine
-
     bands, height, width = data.shape
     with rasterio.open(path, "w", driver="GTiff", width=width, height=height, count=bands,
                        dtype=data.dtype.name, crs="EPSG:3857", transform=Affine(10, 0, 1000, 0, -10, 2000),
@@ -476,8 +477,6 @@ def _write_raster(path: Path, data: np.ndarray, nodata=None) -> Path:
 @pytest.mark.parametrize("dtype, bands, nodata", [("uint8", 3, None), ("float32", 1, -9999.0),
                                                   ("int16", 1, None)])
 def test_cog_is_lossless_tiled_with_overviews(cog_store, storage_settings, tmp_path, dtype, bands, nodata):
-    import rasterio
-
     rng = np.random.default_rng(7)
     data = (rng.random((bands, 1100, 1300)) * 200 - (50 if dtype != "uint8" else 0)).astype(dtype)
     if nodata is not None:
@@ -518,11 +517,6 @@ def test_cog_refuses_bad_names_and_unreadable_sources(cog_store, tmp_path):
 
 
 def test_hex_ewkb_matches_shapely_for_every_kind_of_wkb():
-    import pyarrow as pa
-
-    from cartotheca.geodata.storage._source import wkb_type_codes
-    from cartotheca.geodata.storage.postgis import _wkb_bounds, hex_ewkb
-
     geometries = np.array([shapely.Point(1.5, -2), None, shapely.from_wkt("POINT EMPTY"),
                            shapely.box(0, 0, 2, 3), shapely.from_wkt("LINESTRING Z (0 0 1, 1 1 2)")],
                           dtype=object)

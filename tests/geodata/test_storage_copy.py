@@ -11,6 +11,7 @@ import numpy as np
 import pyogrio
 import pyogrio.raw
 import pytest
+import rasterio
 import shapely
 import sqlalchemy as sa
 
@@ -156,8 +157,6 @@ def test_renamed_trigger_leaves_a_column_named_like_the_layer_alone():
 
 
 def test_cog_copy_has_the_same_pixels_and_outlives_its_source(cog_store, tmp_path):
-    import rasterio
-
     location = cog_store.write_cog(str(write_raster(tmp_path)), "elevation")
     copied = cog_store.copy_cog(location, "elevation_copy")
     assert copied == "elevation_copy.tif"

@@ -13,13 +13,15 @@ import warnings
 
 import numpy as np
 import pytest
+import rasterio
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 from sqlalchemy.orm import selectinload
 
 from cartotheca.catalogue.thumbnails import thumbnail_path
 from cartotheca.db.base import utcnow
-from cartotheca.db.models import Dataset, ExecutionRequest, Resource
+from cartotheca.db.models import Dataset, ExecutionRequest, ManagementCommandJob, Resource
+from cartotheca.geodata.storage.stores import raster_store
 from tests.factories import make_resource, make_user
 from tests.geodata import fixtures as fx
 from tests.management.conftest import redis_database
@@ -160,8 +162,6 @@ def test_sync_datasets(worker_client, db, settings, admin_auth, tmp_path):
 
 
 def _check_thumbnail(settings, resource: Resource) -> None:
-    import rasterio
-
     path = thumbnail_path(settings, resource.uuid)
     assert resource.thumbnail_url == f"{settings.SITEURL}thumbnails/{resource.uuid}.png"
     with warnings.catch_warnings():
@@ -180,8 +180,6 @@ def test_sync_datasets_reports_a_dataset_whose_data_is_gone(worker_client, db, s
     kept = fx.publish_file(db, settings, owner, fx.write_points(tmp_path, f"kept_{suffix}"))
     lost = fx.publish_file(db, settings, owner, fx.write_raster(tmp_path, f"lost_{suffix}"))
     _, dataset = _dataset(db, lost.id)
-    from cartotheca.geodata.storage.stores import raster_store
-
     raster_store(settings).drop(dataset.location)
     job = run_job(worker_client, admin_auth, "sync_datasets",
                   kwargs={"filter": [kept.alternate, lost.alternate], "skip_thumbnails": True})
@@ -260,8 +258,6 @@ def test_stop_a_queued_job(slow_worker_client, db, admin_auth):
 
 def test_a_failing_job_ends_finished_with_its_error(worker_client, db, admin_auth):
     """A command that raises: the job is FINISHED with the error, its execution failed."""
-    from cartotheca.db.models import ManagementCommandJob
-
     job = worker_client.post(f"{BASE}/commands/purge_executions", headers=admin_auth,
                              json={"autostart": False}).json()["data"]
     row = db.get(ManagementCommandJob, job["id"])

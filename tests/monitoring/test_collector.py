@@ -19,6 +19,7 @@ from cartotheca.db.models import (
     ExceptionEvent,
     MetricLabel,
     MetricValue,
+    MonitoredResource,
     MonitoredService,
     MonitoringMetric,
     RequestEvent,
@@ -53,8 +54,6 @@ def values(db, metric: str, service_type: str | None = None, label: str | None =
 
 def requests_counted(db) -> float:
     """request.count over every period and service, for the "no resource" rows."""
-    from cartotheca.db.models import MonitoredResource
-
     return db.scalar(select(func.coalesce(func.sum(MetricValue.value_num), 0))
                      .join(MonitoringMetric, MonitoringMetric.id == MetricValue.metric_id)
                      .join(MonitoredResource, MonitoredResource.id == MetricValue.resource_id)

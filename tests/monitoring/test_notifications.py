@@ -6,6 +6,7 @@ import datetime as dt
 import json
 
 from cartotheca.db.base import utcnow
+from cartotheca.db.models import NotificationCheck
 from cartotheca.monitoring import alerts, notifications
 from cartotheca.monitoring.notifications import steps_between
 from tests.support.monitoring import collect
@@ -82,8 +83,6 @@ def test_maximum_values_and_inactive_checks(monitored, db, settings):  # noqa: F
 
 
 def test_grace_period():
-    from cartotheca.db.models import NotificationCheck
-
     now = utcnow()
     check = NotificationCheck(name="x", grace_period=600, last_send=None)
     assert alerts.can_send(check, now)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rasterio.io import MemoryFile
+
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.geodata.storage.stores import raster_store
@@ -62,8 +64,6 @@ def coverage_id(resource: Resource) -> str:
 
 def read_geotiff(data: bytes):
     """(pixels, profile-ish dict) of GeoTIFF bytes."""
-    from rasterio.io import MemoryFile
-
     assert data[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00"), data[:64]
     with MemoryFile(data) as memory, memory.open() as tiff:
         return tiff.read(), {"crs": tiff.crs, "transform": tiff.transform, "bounds": tuple(tiff.bounds),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from lxml import etree
+from pyproj import Transformer
 
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
@@ -177,8 +178,6 @@ def test_subset_by_grid_axes_and_slices(client, raster):
 
 
 def test_subset_in_another_crs_reads_the_native_pixels_it_covers(client, raster):
-    from pyproj import Transformer
-
     to_merc = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
     (x0, x1), (y0, y1) = to_merc.transform([2, 6], [44, 48])
     response = wcs(client, f"X({x0},{x1})", f"Y({y0},{y1})", request="GetCoverage",

@@ -6,11 +6,16 @@ The ``points`` fixture: point i (0-based) at lon -10 + 2i, lat 40 + i, with id i
 
 from __future__ import annotations
 
+from io import BytesIO
+
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
+from openpyxl import load_workbook
 from pyproj import Transformer
 
-from tests.factories import PASSWORD
+from tests.conftest import basic
+from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import POINTS, POLYGONS, POLYGONS_BOUNDS, publish_file, write_points
 from tests.ows.conftest import make_private
 from tests.ows.wfs_fixtures import (
@@ -76,8 +81,6 @@ def test_capabilities_version_negotiation(client, polygons):
 
 
 def test_capabilities_list_what_the_requester_may_view(client, db, settings, polygons, owner):
-    from tests.conftest import basic
-
     make_private(db, settings, polygons)
     anonymous = xml(wfs(client, request="GetCapabilities", version="2.0.0"))
     assert anonymous.findall(".//wfs:FeatureType", NS) == []
@@ -201,10 +204,6 @@ def test_paging_with_next_links(client, points):
 
 
 def test_count_default_caps_a_2_0_0_page(make_app, db, tmp_path):
-    from fastapi.testclient import TestClient
-
-    from tests.factories import make_user
-
     app = make_app(WFS_COUNT_DEFAULT=3)
     settings = app.state.cartotheca.settings
     resource = publish_file(db, settings, make_user(db), write_points(tmp_path))
@@ -309,8 +308,6 @@ def test_unknown_typename_missing_typename_and_transactions(client, points):
 
 
 def test_get_feature_needs_the_download_permission(client, db, settings, owner, tmp_path):
-    from tests.conftest import basic
-
     view_only = {"users": {"AnonymousUser": ["view_resourcebase"]}, "groups": {}}
     resource = publish_file(db, settings, owner, write_points(tmp_path), permissions=view_only)
     caps = xml(wfs(client, request="GetCapabilities", version="2.0.0"))
@@ -368,10 +365,6 @@ def test_geojson_carries_counts(client, points):
 
 
 def test_excel_output(client, tmp_path, points):
-    from io import BytesIO
-
-    from openpyxl import load_workbook
-
     response = wfs(client, request="GetFeature", version="1.0.0", typename=points.alternate,
                    outputformat="excel")
     assert 'filename="points.xlsx"' in response.headers["content-disposition"]

@@ -3,17 +3,20 @@ maps checked by their pixels, feature info by the features it names."""
 
 from __future__ import annotations
 
+import mapnik
 import numpy as np
 import pytest
 from lxml import etree
 from pyproj import Transformer
 from sqlalchemy import select, update
 
-from cartotheca.db.models import Dataset, DatasetAttribute
+from cartotheca.db.models import Dataset, DatasetAttribute, Resource
+from cartotheca.ows import render, thumbnails
+from cartotheca.styling import sld as sldlib
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
-from tests.geodata.fixtures import publish_file, raster_pixels, write_raster
-from tests.ows.conftest import exception_code, make_private, wms
+from tests.geodata.fixtures import polygons_sld, publish_file, raster_pixels, write_polygons, write_raster
+from tests.ows.conftest import RED_SQUARES_SLD, exception_code, make_private, wms
 from tests.support.pixels import pixels
 
 WMS = "{http://www.opengis.net/wms}"
@@ -96,8 +99,6 @@ def test_capabilities_list_only_what_the_requester_may_view(client, db, settings
 
 def test_capabilities_cost_the_same_statements_for_more_layers(client, db, settings, owner, tmp_path,
                                                                count_statements, polygons):
-    from tests.geodata.fixtures import write_polygons
-
     with count_statements() as one:
         wms(client, request="GetCapabilities")
     for index in range(2):
@@ -430,9 +431,6 @@ def test_getmap_over_post_form(client, polygons):
 
 
 def test_render_thumbnail_for_other_modules(db, settings, polygons):
-    from cartotheca.db.models import Resource
-    from cartotheca.ows import thumbnails
-
     resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
                                    .where(Resource.id == polygons.id)).one()
     image = pixels(thumbnails.dataset_png(settings, resource, dataset, 120, 40))
@@ -443,9 +441,6 @@ def test_render_thumbnail_for_other_modules(db, settings, polygons):
 
 
 def test_thumbnail_of_a_large_layer_draws_an_even_sample(db, settings, points, monkeypatch):
-    from cartotheca.db.models import Resource
-    from cartotheca.ows import thumbnails
-
     resource, dataset = db.execute(select(Resource, Dataset).join(Dataset, Dataset.resource_id == Resource.id)
                                    .where(Resource.id == points.id)).one()
 
@@ -461,10 +456,6 @@ def test_thumbnail_of_a_large_layer_draws_an_even_sample(db, settings, points, m
 
 
 def test_png_encoder_keeps_straight_alpha_and_colours():
-    import mapnik
-
-    from cartotheca.ows import render
-
     image = mapnik.Image(4, 3)
     image.fill(mapnik.Color(200, 100, 50, 128))
     image.set_pixel(0, 0, mapnik.Color(0, 0, 255, 255))
@@ -489,11 +480,6 @@ def test_marker_of_a_point_just_outside_the_view_is_drawn_where_it_reaches_in(cl
 
 
 def test_buffer_follows_what_the_style_draws():
-    from cartotheca.ows import render
-    from cartotheca.styling import sld as sldlib
-    from tests.geodata.fixtures import polygons_sld
-    from tests.ows.conftest import RED_SQUARES_SLD
-
     def buffer(text: str) -> int:
         styles = sldlib.mapnik_styles(sldlib.first_user_style(text), "t")
         return render._buffer_pixels([render._reach(el) for el in styles])

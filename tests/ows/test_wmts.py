@@ -8,6 +8,8 @@ import morecantile
 import numpy as np
 import pytest
 from lxml import etree
+from owslib.wmts import WebMapTileService
+from rio_tiler.io import Reader
 
 from tests.ows.conftest import make_private
 from tests.ows.raster_fixtures import cog_path
@@ -92,8 +94,6 @@ def test_capabilities_list_visible_layers_with_both_tile_matrix_sets(client, db,
 
 
 def test_owslib_reads_the_capabilities(client, raster, polygons):
-    from owslib.wmts import WebMapTileService
-
     content = wmts(client, request="GetCapabilities").content
     service = WebMapTileService("http://testserver/ows", xml=content)
     assert set(service.contents) == {raster.alternate, polygons.alternate}
@@ -109,8 +109,6 @@ def test_owslib_reads_the_capabilities(client, raster, polygons):
 # -- GetTile -----------------------------------------------------------------------------------
 
 def test_get_tile_is_rio_tilers_tile_and_the_xyz_tile(client, db, settings, raster):
-    from rio_tiler.io import Reader
-
     tile = raster_tile(MERCATOR, 8, 46, 5)
     response = get_tile(client, raster.alternate, tile.z, tile.x, tile.y)
     assert response.status_code == 200, response.text
@@ -125,8 +123,6 @@ def test_get_tile_is_rio_tilers_tile_and_the_xyz_tile(client, db, settings, rast
 
 
 def test_get_tile_in_world_crs84_quad(client, db, settings, raster):
-    from rio_tiler.io import Reader
-
     tile = raster_tile(CRS84, 8, 46, 4)
     response = get_tile(client, raster.alternate, tile.z, tile.x, tile.y, tms="WorldCRS84Quad")
     assert response.status_code == 200, response.text

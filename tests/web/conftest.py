@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import _clean
 from tests.support.services import unavailable
@@ -29,17 +30,11 @@ TIMEOUT_MS = 15_000
 def chromium_path() -> str:
     if not Path(CHROMIUM).is_file():
         unavailable(f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        unavailable("the playwright package is not installed (pip install -e '.[test]')")
     return CHROMIUM
 
 
 @pytest.fixture(scope="module")
 def browser(chromium_path) -> Iterator[Any]:
-    from playwright.sync_api import expect, sync_playwright
-
     # The suite shares two cores with other work: assertions wait as long as actions may.
     expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as pw:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.factories import PASSWORD, make_user
 from tests.web.test_composer import log_in
@@ -22,8 +23,6 @@ def people(module_db):
 
 
 def test_staff_register_see_the_secret_once_and_delete(live_server, people, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     log_in(page, live_server, "keeper", PASSWORD, "account/applications")
     expect(page.locator("#applications[data-ready='true']")).to_be_attached()
@@ -78,8 +77,6 @@ def test_staff_register_see_the_secret_once_and_delete(live_server, people, new_
 
 
 def test_non_staff_and_anonymous_visitors_get_a_message_and_no_data(live_server, people, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)  # for axe
     page.goto(f"{live_server.url}account/applications")
     expect(page.locator("#applications-login")).to_be_visible()

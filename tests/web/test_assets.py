@@ -8,7 +8,9 @@ import json
 import tomllib
 from pathlib import Path
 
-from cartotheca.web.pages import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR
+from fastapi.testclient import TestClient
+
+from cartotheca.web.pages import STATIC_DIR, STATIC_PREFIX, TEMPLATES_DIR, _environment
 
 ROOT = Path(__file__).resolve().parents[2]
 FRONTEND = ROOT / "frontend"
@@ -80,8 +82,6 @@ def test_wheel_package_data_covers_the_templates_and_assets():
 
 
 def test_pages_link_assets_under_the_site_base_path(make_app):
-    from fastapi.testclient import TestClient
-
     app = make_app(SITEURL="https://maps.example.org/geo/")
     with TestClient(app) as client:
         page = client.get("/")
@@ -101,8 +101,6 @@ def test_pages_link_assets_under_the_site_base_path(make_app):
 
 
 def test_templates_escape_what_they_are_given():
-    from cartotheca.web.pages import _environment
-
     html = _environment().get_template("login.html").render(
         base='"><script>alert(1)</script>', page="login", title="<b>x</b>",
         script_url="/s.js", style_url="/s.css")
@@ -111,8 +109,6 @@ def test_templates_escape_what_they_are_given():
 
 
 def test_pages_scripts_get_no_basic_challenge_other_clients_do(make_app):
-    from fastapi.testclient import TestClient
-
     with TestClient(make_app()) as client:
         plain = client.get("/api/v2/executionrequest")
         assert plain.status_code == 401 and plain.headers["www-authenticate"].startswith("Basic")

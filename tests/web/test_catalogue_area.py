@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.factories import make_resource, make_user
 
@@ -50,8 +51,6 @@ def map_pixel(box: dict, lon: float, lat: float) -> tuple[float, float]:
 
 
 def test_extent_in_the_url_filters_the_results_and_is_drawn(live_server, api, surveys, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     page.goto(f"{live_server.url}?extent=0,40,20,50&sort=title")
     wait_ready(page)
@@ -82,8 +81,6 @@ def test_extent_in_the_url_filters_the_results_and_is_drawn(live_server, api, su
 
 
 def test_a_box_drawn_on_the_map_becomes_the_filter(live_server, surveys, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     page.goto(f"{live_server.url}?sort=title")
     wait_ready(page)
@@ -116,8 +113,6 @@ def test_a_box_drawn_on_the_map_becomes_the_filter(live_server, surveys, new_pag
 
 
 def test_the_maps_view_becomes_the_filter_from_the_keyboard(live_server, surveys, new_page):
-    from playwright.sync_api import expect
-
     page, _ = new_page()
     page.goto(f"{live_server.url}?sort=title")
     wait_ready(page)

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 from pyproj import Transformer
 
 from tests.conftest import ADMIN_PASSWORD
@@ -92,8 +93,6 @@ def open_composer(page, url: str) -> None:
 
 def log_in(page, live_server, username: str, password: str, path: str) -> None:
     """A cookie session as the login page opens it (the form itself is driven once, below)."""
-    from playwright.sync_api import expect
-
     response = page.request.post(f"{live_server.url}account/login",
                                  data={"username": username, "password": password})
     assert response.ok, response.text()
@@ -109,8 +108,6 @@ def add(page, title: str) -> None:
 
 
 def test_compose_reorder_style_and_save_a_map(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     # Anonymous: the page asks to log in, and the login form sends the user back here.
     open_composer(page, f"{live_server.url}maps/new")
@@ -175,8 +172,6 @@ def test_compose_reorder_style_and_save_a_map(live_server, api, data, new_page):
 
 
 def test_edit_an_existing_map_keeps_its_layer_rows(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     layers = [{"dataset": data["coloured"], "order": 0, "opacity": 0.8, "visibility": True},
               {"dataset": data["navy"], "order": 1, "opacity": 0.3, "visibility": False}]
     made = api.ok("POST", "api/v2/maps", json={"title": "Admin's squares", "abstract": "Before.",
@@ -229,8 +224,6 @@ def test_edit_an_existing_map_keeps_its_layer_rows(live_server, api, data, new_p
 
 
 def test_refusals_are_shown_in_words(live_server, api, data, module_db, base_app, new_page):
-    from playwright.sync_api import expect
-
     settings = base_app.state.cartotheca.settings
     owner = make_user(module_db, "fleeting")
     doomed = publish_file(module_db, settings, owner, write_polygons(data["folder"], "doomed"),
@@ -274,8 +267,6 @@ def focused_name(page) -> str:
 
 
 def test_composer_is_accessible_and_works_from_the_keyboard(live_server, data, new_page):
-    from playwright.sync_api import expect
-
     # axe is injected as an inline script, which the pages' CSP forbids: this context bypasses it.
     page, watch = new_page(bypass_csp=True)
     open_composer(page, f"{live_server.url}maps/new")

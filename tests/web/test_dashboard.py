@@ -11,6 +11,7 @@ One live server, browser and data set per module and backend (startup dominates 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 from sqlalchemy import create_engine, text
 
 from cartotheca.db.base import utcnow
@@ -92,8 +94,6 @@ def wait_for_exception(api, path_prefix: str, timeout: float = 30.0) -> dict:
 
 
 def create_check(api, name: str, description: str, max_ms: float) -> dict:
-    import json
-
     thresholds = [["response.time", "max_value", False, False, False, False, 0, None, None,
                    "Response time is above"]]
     check = api.ok("POST", f"{MONITORING}/notifications/", data={
@@ -140,8 +140,6 @@ def traffic(live_server, api, module_db, base_app, make_settings, datastore_url,
 
 def open_dashboard(page, live_server) -> None:
     """Log in as the admin through the login form, which the anonymous dashboard links to."""
-    from playwright.sync_api import expect
-
     page.goto(f"{live_server.url}monitoring/")
     expect(page.locator("#dashboard-login")).to_be_visible()
     expect(page.locator("#dashboard")).to_be_hidden()
@@ -174,8 +172,6 @@ def page_table(page, column: int = 1) -> dict[str, float]:
 
 
 def test_dashboard_shows_what_the_monitoring_api_answers(live_server, api, traffic, new_page, backend):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     open_dashboard(page, live_server)
     expect(page.locator("#staff-nav")).to_be_visible()
@@ -263,8 +259,6 @@ def test_dashboard_shows_what_the_monitoring_api_answers(live_server, api, traff
 
 
 def test_period_and_exception_details_from_the_keyboard(live_server, api, traffic, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)  # for axe
     open_dashboard(page, live_server)
     assert _axe(page) == []
@@ -326,8 +320,6 @@ def test_period_and_exception_details_from_the_keyboard(live_server, api, traffi
 
 
 def test_non_staff_and_anonymous_visitors_get_a_message_and_no_data(live_server, traffic, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)  # for axe
     asked = []
     page.on("request", lambda r: asked.append(r.url) if "/monitoring/api/" in r.url else None)

@@ -13,6 +13,7 @@ import time
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import expect
 from pyproj import Transformer
 
 from tests.conftest import ADMIN_PASSWORD
@@ -66,8 +67,6 @@ def query_of(page) -> dict[str, list[str]]:
 
 
 def test_search_facets_sort_and_paging(live_server, catalogue_data, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page()
     page.goto(f"{live_server.url}?sort=title")
     wait_ready(page)
@@ -141,8 +140,6 @@ def test_search_facets_sort_and_paging(live_server, catalogue_data, new_page):
 
 
 def test_dataset_page_shows_metadata_links_and_its_map(live_server, api, catalogue_data, new_page):
-    from playwright.sync_api import expect
-
     record = api.ok("GET", f"api/v2/resources/{catalogue_data['polygons']}")["resource"]
     assert record["detail_url"] == f"{live_server.url}catalogue/#/dataset/{record['pk']}"
     page, watch = new_page()
@@ -207,8 +204,6 @@ def _axe(page) -> list[dict]:
 
 
 def test_pages_are_accessible_and_work_from_the_keyboard(live_server, catalogue_data, new_page):
-    from playwright.sync_api import expect
-
     # axe is injected as an inline script, which the pages' CSP forbids: this context bypasses it.
     page, _ = new_page(bypass_csp=True)
     page.goto(live_server.url)
@@ -239,8 +234,6 @@ def test_pages_are_accessible_and_work_from_the_keyboard(live_server, catalogue_
 
 def log_in(page, live_server, next_path: str = "") -> None:
     """Open the admin's cookie session the way the login page does (its own test drives the form)."""
-    from playwright.sync_api import expect
-
     response = page.request.post(f"{live_server.url}account/login",
                                  data={"username": "admin", "password": ADMIN_PASSWORD})
     assert response.ok, response.text()
@@ -249,8 +242,6 @@ def log_in(page, live_server, next_path: str = "") -> None:
 
 
 def test_featured_resources_and_favourites(live_server, api, catalogue_data, new_page):
-    from playwright.sync_api import expect
-
     api.ok("PATCH", f"api/v2/resources/{catalogue_data['city']}", json={"featured": True})
     page, watch = new_page(bypass_csp=True)  # for axe
     page.goto(live_server.url)
@@ -289,8 +280,6 @@ def test_featured_resources_and_favourites(live_server, api, catalogue_data, new
 
 def test_upload_a_shapefile_and_follow_it_to_the_dataset(live_server, catalogue_data, new_page,
                                                         tmp_path):
-    from playwright.sync_api import expect
-
     shapefile = write_polygons(tmp_path, "uploaded", driver="ESRI Shapefile")
     parts = sorted(p for p in tmp_path.iterdir() if p.stem == "uploaded")
     assert {p.suffix for p in parts} >= {".shp", ".dbf", ".shx", ".prj"} and shapefile in parts
@@ -330,8 +319,6 @@ def test_upload_a_shapefile_and_follow_it_to_the_dataset(live_server, catalogue_
 
 def test_private_resource_disappears_for_anonymous_and_login_shows_it(live_server, api, module_db, base_app,
                                                                       new_page):
-    from playwright.sync_api import expect
-
     owner = make_user(module_db, "surveyor")
     secret = make_resource(module_db, base_app.state.cartotheca.settings, owner, "Wetlands inventory")
     detail = f"{live_server.url}catalogue/#/dataset/{secret.id}"
@@ -388,8 +375,6 @@ XSS_PAYLOADS = [
 
 def test_xss_payloads_stored_through_the_api_run_no_script(live_server, api, module_db, base_app,
                                                          new_page):
-    from playwright.sync_api import expect
-
     settings = base_app.state.cartotheca.settings
     owner = make_user(module_db, "mallory")
     ids = []

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 from pyproj import Transformer
 
 import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
@@ -81,8 +82,6 @@ def _open(page, live_server, username: str, kind: str, pk: int) -> None:
 
 
 def test_owner_uploads_iso_metadata_and_a_hostile_file_changes_nothing(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     rid = data["squares"]
     page, watch = new_page(bypass_csp=True)  # for axe
     _open(page, live_server, "surveyor", "dataset", rid)
@@ -156,8 +155,6 @@ def _rgb(colour: str) -> tuple[int, int, int]:
 
 
 def test_owner_uploads_a_style_and_the_preview_draws_it(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     rid = data["squares"]
     page, watch = new_page()
     _open(page, live_server, "surveyor", "dataset", rid)
@@ -188,8 +185,6 @@ def test_owner_uploads_a_style_and_the_preview_draws_it(live_server, api, data, 
 
 
 def test_copy_leads_to_the_new_resource(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     original = data["map"]
     page, watch = new_page()
     _open(page, live_server, "surveyor", "map", original)
@@ -217,8 +212,6 @@ def test_copy_leads_to_the_new_resource(live_server, api, data, new_page):
 
 
 def test_delete_shows_a_message_on_the_catalogue(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     rid = data["survey"]
     page, watch = new_page(bypass_csp=True)  # for axe
     _open(page, live_server, "surveyor", "dataset", rid)
@@ -239,8 +232,6 @@ def test_delete_shows_a_message_on_the_catalogue(live_server, api, data, new_pag
 
 
 def test_readers_see_only_the_controls_their_rights_allow(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     # Anonymous visitors: nothing at all.
     page, watch = new_page()
     page.goto(f"{live_server.url}catalogue/#/dataset/{data['squares']}")

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import time
 
+import httpx
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 from pyproj import Transformer
 
+from cartotheca.catalogue import oauth
 from tests.api.routes.document_samples import samples
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_resource, make_user
@@ -58,8 +61,6 @@ def data(live_server, api, module_db, base_app, tmp_path_factory):
 
 
 def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_server, data, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)  # for axe
     page.goto(f"{live_server.url}catalogue/#/map/{data['map']}")
     expect(page.locator("#resource-title")).to_have_text("Two squares")
@@ -109,8 +110,6 @@ def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_ser
 
 
 def test_documents_inline_when_the_browser_can_else_a_download_link(live_server, data, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)
     page.goto(f"{live_server.url}catalogue/#/document/{data['picture']}")
     expect(page.locator("#resource-title")).to_have_text(f"Picture {XSS}")
@@ -148,8 +147,6 @@ def test_documents_inline_when_the_browser_can_else_a_download_link(live_server,
 
 
 def _log_in(page, live_server, username: str, password: str, path: str) -> None:
-    from playwright.sync_api import expect
-
     response = page.request.post(f"{live_server.url}account/login",
                                  data={"username": username, "password": password})
     assert response.ok, response.text()
@@ -158,8 +155,6 @@ def _log_in(page, live_server, username: str, password: str, path: str) -> None:
 
 
 def test_controls_follow_perms_and_the_api_enforces_them(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     path = f"catalogue/#/dataset/{data['editable']}"
     page, watch = new_page()
     _log_in(page, live_server, "reader", PASSWORD, path)
@@ -181,8 +176,6 @@ def test_controls_follow_perms_and_the_api_enforces_them(live_server, api, data,
 
 
 def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, data, new_page):
-    from playwright.sync_api import expect
-
     rid = data["editable"]
     page, watch = new_page(bypass_csp=True)  # for axe
     _log_in(page, live_server, "atlas", PASSWORD, f"catalogue/#/dataset/{rid}")
@@ -259,8 +252,6 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
 
 
 def test_signup_page_creates_an_account(live_server, api, new_page):
-    from playwright.sync_api import expect
-
     page, watch = new_page(bypass_csp=True)  # for axe
     page.goto(f"{live_server.url}account/signup")
     assert _axe(page) == []
@@ -279,11 +270,6 @@ def test_signup_page_creates_an_account(live_server, api, new_page):
 
 
 def test_profile_page_issues_an_api_token(live_server, api, module_db, new_page):
-    import httpx
-    from playwright.sync_api import expect
-
-    from cartotheca.catalogue import oauth
-
     application, secret = oauth.create_application(module_db, name="scripts")
     module_db.commit()
     page, watch = new_page(bypass_csp=True)  # for axe

@@ -13,6 +13,7 @@ import zipfile
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.api.routes.document_samples import samples, write_sample
 from tests.geodata.fixtures import write_polygons
@@ -25,8 +26,6 @@ DONE_MS = 30_000
 
 def _open(page, live_server) -> None:
     """Log in and wait for the form (shown once the page knows who is signed in)."""
-    from playwright.sync_api import expect
-
     log_in(page, live_server, "upload")
     expect(page.locator("#upload-form")).to_be_visible()
 
@@ -60,8 +59,6 @@ def _fate(page, name: str):
 
 
 def test_a_pdf_becomes_a_document_the_page_links_to(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     pdf = write_sample(tmp_path, "pdf", "field-report")
     page, watch = new_page()
     _open(page, live_server)
@@ -88,8 +85,6 @@ def test_a_pdf_becomes_a_document_the_page_links_to(live_server, api, new_page, 
 
 
 def test_two_images_become_two_documents_one_after_another(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     north = write_sample(tmp_path, "png", "north")
     south = write_sample(tmp_path, "jpg", "south")
     page, watch = new_page()
@@ -112,8 +107,6 @@ def test_two_images_become_two_documents_one_after_another(live_server, api, new
 
 
 def test_refused_type_and_size_show_the_apis_words(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     drawing = tmp_path / "sketch.svg"
     drawing.write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
     page, _ = new_page()
@@ -148,8 +141,6 @@ def test_refused_type_and_size_show_the_apis_words(live_server, api, new_page, t
 
 
 def test_a_geojson_still_becomes_a_dataset(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     squares = write_polygons(tmp_path, "squares", driver="GeoJSON")
     other = write_polygons(tmp_path, "others", driver="GPKG")
     page, watch = new_page()
@@ -175,8 +166,6 @@ def test_a_geojson_still_becomes_a_dataset(live_server, api, new_page, tmp_path)
 
 
 def test_dropped_dataset_and_document_go_to_their_own_apis(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     squares = write_polygons(tmp_path, "plots", driver="GeoJSON")
     page, watch = new_page()
     _open(page, live_server)
@@ -205,8 +194,6 @@ def test_dropped_dataset_and_document_go_to_their_own_apis(live_server, api, new
 
 
 def test_the_choice_for_a_zip_is_honoured_both_ways(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     shapefile = write_polygons(tmp_path, "parcels", driver="ESRI Shapefile")
     archive = tmp_path / "parcels.zip"
     with zipfile.ZipFile(archive, "w") as out:
@@ -246,8 +233,6 @@ def test_the_choice_for_a_zip_is_honoured_both_ways(live_server, api, new_page, 
 
 
 def test_the_kind_is_chosen_and_the_upload_sent_from_the_keyboard(live_server, api, new_page, tmp_path):
-    from playwright.sync_api import expect
-
     tiff = write_sample(tmp_path, "tif", "scan")
     page, watch = new_page()
     _open(page, live_server)

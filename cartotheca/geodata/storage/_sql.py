@@ -56,7 +56,7 @@ def bbox_to_native(bbox: tuple[float, float, float, float], bbox_crs: str | None
         raise InvalidInput(f"unknown coordinate reference system {bbox_crs!r}: {exc}") from None
     if transform is None:
         return bbox
-    return tuple(transform.transform_bounds(*bbox, densify_pts=21))  # type: ignore[return-value]
+    return tuple(transform.transform_bounds(*bbox, densify_pts=21))
 
 
 class SQLVectorStore:

@@ -15,6 +15,9 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import openpyxl
+import rasterio
+from rasterio.io import MemoryFile
 
 import cartotheca  # noqa: F401  (pins PROJ_DATA before rasterio is imported)
 
@@ -31,9 +34,6 @@ def split_pixels(width: int = IMAGE_SIZE[0], height: int = IMAGE_SIZE[1]) -> np.
 
 
 def image_bytes(driver: str, *, palette: bool = False) -> bytes:
-    import rasterio
-    from rasterio.io import MemoryFile
-
     pixels = split_pixels()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rasterio.errors.NotGeoreferencedWarning)
@@ -106,8 +106,6 @@ def docx_bytes(text: str = "Field report") -> bytes:
 
 
 def xlsx_bytes() -> bytes:
-    import openpyxl
-
     book = openpyxl.Workbook()
     book.active.append(["station", "value"])
     book.active.append(["A", 1.5])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rasterio
 import sqlalchemy as sa
 from sqlalchemy import func, select
 
@@ -157,8 +158,6 @@ def test_vector_copy_is_an_independent_layer(client, db, settings, owner, copier
 
 
 def test_raster_copy_is_an_independent_layer(client, db, settings, copier, raster, tmp_path):
-    import rasterio
-
     source_map = get_map(client, raster.alternate, **RASTER_MAP)
     pk = copied_id(copy_via_api(client, raster, copier))
     db.rollback()

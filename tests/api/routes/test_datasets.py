@@ -7,11 +7,15 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import morecantile
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio/mapnik)
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
+from tests.catalogue import iso_documents as docs
+from tests.catalogue.iso_documents import gmd, mdb
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import (
@@ -169,8 +173,6 @@ OWS_SERVICES = {"OGC:WMS": "WMS", "OGC:WFS": "WFS", "OGC:WCS": "WCS", "OGC:WMTS"
 
 def _tile_over(record: dict, zoom: int = 4) -> tuple[int, int, int]:
     """The WebMercatorQuad tile holding the middle of the dataset's extent."""
-    import morecantile
-
     minx, miny, maxx, maxy = record["extent"]["coords"]
     tile = morecantile.tms.get("WebMercatorQuad").tile((minx + maxx) / 2, (miny + maxy) / 2, zoom)
     return tile.z, tile.x, tile.y
@@ -456,8 +458,6 @@ def test_list_statement_count_is_constant(client, db, settings, owner, owner_aut
 
 
 def test_detail_link_urls_point_at_this_site(client, make_app, db, settings, polygons):
-    from fastapi.testclient import TestClient
-
     app = make_app(SITEURL="https://maps.example.org/sub/")
     with TestClient(app) as other:
         record = other.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
@@ -475,8 +475,6 @@ def _upload_metadata(client, resource_id, text, headers):
 
 
 def test_metadata_upload_updates_the_record(client, db, polygons, owner_auth):
-    from tests.catalogue.iso_documents import gmd
-
     ana = make_user(db, "ana")
     response = _upload_metadata(client, polygons.id, gmd(polygons.uuid), owner_auth)
     assert response.status_code == 200, response.text
@@ -494,8 +492,6 @@ def test_metadata_upload_updates_the_record(client, db, polygons, owner_auth):
 
 
 def test_metadata_upload_in_19115_3(client, polygons, owner_auth):
-    from tests.catalogue.iso_documents import mdb
-
     response = _upload_metadata(client, polygons.id, mdb(polygons.uuid), owner_auth)
     assert response.status_code == 200, response.text
     record = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
@@ -503,8 +499,6 @@ def test_metadata_upload_in_19115_3(client, polygons, owner_auth):
 
 
 def test_refused_metadata_changes_nothing(client, polygons, owner_auth):
-    from tests.catalogue import iso_documents as docs
-
     before = client.get(f"/api/v2/datasets/{polygons.id}").json()["dataset"]
     cases = {
         "xxe": docs.XXE_DOCUMENT,
@@ -525,8 +519,6 @@ def test_refused_metadata_changes_nothing(client, polygons, owner_auth):
 
 
 def test_metadata_upload_permissions_and_form(client, db, polygons, owner_auth):
-    from tests.catalogue.iso_documents import gmd
-
     text = gmd(polygons.uuid)
     assert _upload_metadata(client, polygons.id, text, {}).status_code == 401
     reader = make_user(db, "reader")

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rasterio
 from fastapi.testclient import TestClient
+from rasterio.io import MemoryFile
 from sqlalchemy import func, select
 
-from cartotheca.db.models import Document, Resource
+from cartotheca.db.models import Document, Resource, User
 from tests.api.routes.document_samples import image_bytes, pdf_bytes, samples
+from tests.api.routes.test_permissions_and_executions import wait
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.support.pixels import bands
@@ -252,8 +255,6 @@ def test_download_needs_the_download_permission(client, db, settings, ana):
 
 
 def _user(db, name):
-    from cartotheca.db.models import User
-
     return db.scalar(select(User).where(User.username == name))
 
 
@@ -290,9 +291,6 @@ def test_no_thumbnail_for_other_types(client, ana):
 
 
 def test_a_larger_image_is_shrunk_to_the_thumbnail_size(client, ana):
-    import rasterio
-    from rasterio.io import MemoryFile
-
     pixels = np.zeros((3, 600, 1200), dtype=np.uint8)
     pixels[0] = 200
     with MemoryFile() as memory:
@@ -348,8 +346,6 @@ def test_a_refused_delete_keeps_the_file(client, db, ana):
 
 
 def test_copy_gets_its_own_file(client, db, settings, ana):
-    from tests.api.routes.test_permissions_and_executions import wait
-
     pk = int(upload(client, ana, "original.pdf", SAMPLES["pdf"]).json()["document"]["pk"])
     before = stored_files(settings)
     done = wait(client, client.put(f"/api/v2/resources/{pk}/copy", headers=ana), ana)

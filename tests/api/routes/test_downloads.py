@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rasterio
 from lxml import etree
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio)
@@ -52,8 +53,6 @@ def test_vector_download_keeps_the_native_crs(client, db, settings, owner, tmp_p
 
 
 def test_raster_download_is_the_geotiff(client, db, settings, owner, tmp_path):
-    import rasterio
-
     resource = publish_file(db, settings, owner, write_raster(tmp_path))
     response = client.get(f"/datasets/{resource.alternate}/dataset_download")
     assert response.status_code == 200

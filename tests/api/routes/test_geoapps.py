@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from cartotheca.db.models import Resource
+from cartotheca.db.models import Resource, User
 from tests.api.routes.test_permissions_and_executions import wait
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import PASSWORD, make_resource, make_user
@@ -98,8 +100,6 @@ def test_invalid_creations_change_nothing(client, db, ana, body, message):
 
 
 def test_data_arrives_as_json_text_in_forms(client, ana):
-    import json
-
     created = client.post("/api/v2/geoapps", headers=ana, data={
         "name": "form-story", "resource_type": "geostory", "data": json.dumps(STORY)})
     assert created.status_code == 201, created.text
@@ -193,8 +193,6 @@ def test_delete(client, db, ana):
 
 
 def test_other_types_are_not_geoapps(client, db, settings, ana):
-    from cartotheca.db.models import User
-
     owner = db.scalar(select(User).where(User.username == "ana"))
     dataset = make_resource(db, settings, owner, "A dataset")
     assert client.get(f"/api/v2/geoapps/{dataset.id}").status_code == 404

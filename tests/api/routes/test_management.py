@@ -6,6 +6,7 @@ import datetime as dt
 import time
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from cartotheca.db.base import utcnow
@@ -274,8 +275,6 @@ def test_stop_a_created_job(client, admin_auth):
 
 def test_stop_a_running_job(make_app, db, admin_auth):
     """Each step waits 1 s (EXECUTION_STEP_DELAY); the stop lands during the first one."""
-    from fastapi.testclient import TestClient
-
     old = old_execution(db, 40)
     with TestClient(make_app(EXECUTION_STEP_DELAY=1.0)) as client:
         job = client.post(f"{BASE}/commands/purge_executions", headers=admin_auth,

@@ -13,14 +13,17 @@ from sqlalchemy import func, select
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio/mapnik)
 from cartotheca.catalogue import maps as catalogue_maps
+from cartotheca.catalogue import permissions as perms
+from cartotheca.catalogue import resource_lifecycle
+from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.accounts import internal_group_ids
 from cartotheca.catalogue.auth import InternalGroups, principal_for
 from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.map_layers import to_mercator
 from cartotheca.catalogue.thumbnails import thumbnail_path
-from cartotheca.db.models import LinkedResource, Map, MapLayer, Resource
+from cartotheca.db.models import Dataset, LinkedResource, Map, MapLayer, Resource
 from cartotheca.ows import render
-from cartotheca.ows.thumbnails import MapThumbnails
+from cartotheca.ows.thumbnails import MapThumbnails, fit_box
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import polygons_sld, publish_file, write_points, write_polygons
@@ -341,8 +344,6 @@ def test_layers_of_private_datasets_are_hidden_and_kept(client, db, settings, ow
     assert colour_at(record, pixels(image(client, pk, owner_auth).content), 7.0, 52.0)[:3] == CYAN
     # a co-editor who cannot see the overlay rewrites the list: the overlay layer stays
     editor = make_user(db, "editor")
-    from cartotheca.catalogue import permissions as perms
-
     perms.grant(db, int(pk), "edit", user_id=editor.id)
     db.commit()
     response = client.patch(f"/api/v2/maps/{pk}", headers=basic("editor", PASSWORD),
@@ -403,9 +404,6 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
     record = three_layer_map(client, owner_auth, datasets)
     groups = internal_group_ids(db, settings)
     principal = principal_for(db, owner, InternalGroups(*groups), "test")
-    from cartotheca.catalogue import resource_lifecycle
-    from cartotheca.catalogue import resources as catalogue
-
     source = catalogue.load_many(db, [int(record["pk"])])[0]
     clone = resource_lifecycle.copy_resource(db, principal, settings, source, {"title": "Copy"}, kinds=KINDS)
     db.commit()
@@ -427,8 +425,6 @@ def test_copied_map_keeps_its_layers(client, db, settings, owner, owner_auth, da
 
 
 def test_thumbnail_shows_what_the_owner_may_view(client, db, settings, owner_auth, datasets, tmp_path):
-    from cartotheca.ows.thumbnails import fit_box
-
     lender = make_user(db, "lender")
     lent = publish_file(db, settings, lender, write_square(tmp_path, "lent", OVERLAY_BOUNDS),
                         title="Lent", sld=solid_sld("lent", "#00ffff"))
@@ -510,8 +506,6 @@ def test_layers_collection_crud(client, db, owner_auth, datasets):
 
 def _bulk_maps(db, settings, owner, dataset: Resource, count: int) -> None:
     """``count`` public maps of one layer each, written straight to the tables (fast)."""
-    from cartotheca.catalogue import permissions as perms
-
     anonymous_id, _ = internal_group_ids(db, settings)
     resources = [Resource(resource_type="map", title=f"Bulk map {i:03d}", owner_id=owner.id,
                           srid="EPSG:3857", blob={}) for i in range(count)]
@@ -572,8 +566,6 @@ def test_extent_without_layers_is_the_mercator_world(client, owner_auth):
 
 def test_domain_thumbnail_failure_does_not_fail_the_save(client, db, settings, owner_auth, datasets):
     """A map whose dataset's stored data is gone still saves; the thumbnail is skipped."""
-    from cartotheca.db.models import Dataset
-
     dataset = db.scalar(select(Dataset).where(Dataset.resource_id == datasets["overlay"].id))
     dataset.location = "missing/nowhere.gpkg" if dataset.storage == "geopackage" else "public.nowhere"
     db.commit()

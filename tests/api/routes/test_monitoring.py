@@ -7,9 +7,11 @@ Every test runs on SQLite and PostgreSQL (the app fixtures do that).
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import defaultdict
 
 import pytest
+from fastapi.testclient import TestClient
 
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import MonitoredService, NotificationCheck
@@ -313,8 +315,6 @@ def test_autoconfigure_is_for_staff_and_superusers(monitored, db, admin_auth):  
 
 
 def test_server_errors_are_captured_with_their_request(make_app, admin_auth):
-    from fastapi.testclient import TestClient
-
     app = make_app(MONITORING_FLUSH_INTERVAL=3600)
 
     def broken():
@@ -355,8 +355,6 @@ def test_server_errors_are_captured_with_their_request(make_app, admin_auth):
 # -- notifications ---------------------------------------------------------------------------
 
 def create_response_time_check(client, admin_auth, emails: str, overrides: dict | None = None):
-    import json
-
     payload = {"name": "Slow responses", "description": "Responses take too long", "severity": "error",
                "emails": emails, "user_thresholds": json.dumps([
                    ["response.time", "max_value", False, False, False, False, 0, None, None,
@@ -368,8 +366,6 @@ def create_response_time_check(client, admin_auth, emails: str, overrides: dict 
 
 def test_a_breached_threshold_mails_once_within_its_grace_period(make_app, admin_auth, db,
                                                                  smtp_server):  # noqa: F811
-    from fastapi.testclient import TestClient
-
     mailbox, port = smtp_server
     make_user(db, "carol", email="carol@example.org")
     app = make_app(MONITORING_FLUSH_INTERVAL=3600, EMAIL_HOST="127.0.0.1", EMAIL_PORT=port,

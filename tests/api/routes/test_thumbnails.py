@@ -4,10 +4,15 @@ view permission and cache headers."""
 from __future__ import annotations
 
 import base64
+import struct
 import warnings
+import zlib
 
 import numpy as np
 import pytest
+import rasterio
+from pyproj import Transformer
+from rasterio.io import MemoryFile
 
 import cartotheca  # noqa: F401  (PROJ_DATA before rasterio/mapnik)
 from cartotheca.catalogue.thumbnails import thumbnail_path
@@ -19,9 +24,6 @@ from tests.support.pixels import pixels
 
 
 def image_bytes(driver: str, width: int, height: int, rgb=(255, 0, 0)) -> bytes:
-    import rasterio
-    from rasterio.io import MemoryFile
-
     data = np.zeros((3, height, width), dtype=np.uint8)
     for band, value in enumerate(rgb):
         data[band] = value
@@ -127,9 +129,6 @@ def test_bad_uploads_are_refused(client, document, owner_auth, settings, kwargs,
 
 def test_a_declared_huge_image_is_not_decoded(client, document, owner_auth):
     """A PNG header claiming 60000 x 60000 pixels (a decompression bomb) is refused unread."""
-    import struct
-    import zlib
-
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -185,8 +184,6 @@ def test_unknown_and_odd_names_are_not_found(client):
 
 def test_thumbnail_from_bbox_draws_the_dataset(client, polygons, owner_auth, settings):
     # The north-west square (red) only: lon 1..9, lat 51..59 in Web Mercator
-    from pyproj import Transformer
-
     to_merc = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
     x0, y0 = to_merc.transform(1, 51)
     x1, y1 = to_merc.transform(9, 59)

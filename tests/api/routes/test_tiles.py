@@ -7,13 +7,15 @@ import mapbox_vector_tile
 import morecantile
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 from pyproj import Transformer
+from rio_tiler.io import Reader
 from sqlalchemy import select, update
 
 from cartotheca.db.models import Style
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
-from tests.geodata.fixtures import POINTS
+from tests.geodata.fixtures import POINTS, raster_pixels
 from tests.ows.conftest import make_private
 from tests.ows.raster_fixtures import (
     cog_path,
@@ -59,8 +61,6 @@ def tile_url(resource, tile, ext="png") -> str:
 
 
 def rio_tiler_tile(path: str, tile):
-    from rio_tiler.io import Reader
-
     with Reader(path) as reader:
         return reader.tile(tile.x, tile.y, tile.z)
 
@@ -100,8 +100,6 @@ def test_rgb_tile_with_nodata_is_rio_tilers_tile(client, db, settings, rgb):
 
 
 def test_float_raster_tile_is_stretched_over_the_value_range(client, db, settings, owner, tmp_path):
-    from tests.geodata.fixtures import raster_pixels
-
     floats = publish_raster(db, settings, owner, tmp_path, "floats", dtype="float32")
     tile = MERCATOR.tile(8, 46, 5)
     response = client.get(tile_url(floats, tile))
@@ -231,8 +229,6 @@ def test_private_dataset_tiles_need_view_permission(client, db, settings, owner,
 
 
 def test_lockdown_asks_anonymous_clients_for_credentials(make_app, owner, raster):
-    from fastapi.testclient import TestClient
-
     tile = MERCATOR.tile(8, 46, 5)
     with TestClient(make_app(LOCKDOWN_GEONODE=True)) as locked:
         refused = locked.get(tile_url(raster, tile))

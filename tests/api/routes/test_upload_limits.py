@@ -6,6 +6,7 @@ so they can count how many body bytes were actually sent before the answer came 
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import threading
@@ -14,8 +15,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import uvicorn
+from fastapi.testclient import TestClient
 from sqlalchemy import func
 from sqlalchemy import select as sql_select
 
@@ -74,8 +77,6 @@ def test_unknown_slug_is_404(client):
 
 
 def test_default_follows_the_setting_until_staff_set_it(make_app, db):
-    from fastapi.testclient import TestClient
-
     with TestClient(make_app(DEFAULT_MAX_UPLOAD_SIZE=2048)) as client:
         item = client.get(f"{SIZE_URL}/dataset_upload_size").json()["upload-size-limit"]
         assert item["max_size"] == 2048 and item["max_size_label"] == "2.0 KB"
@@ -274,8 +275,6 @@ def test_declared_body_over_the_limit_is_refused_before_it_is_read(live, db, set
         sock.sendall(request_head(basic("ana", PASSWORD), Content_Length=str(LIMIT + 1)))
         status, headers, body, closed = read_response(sock)
     assert status == 400 and headers["connection"] == "close" and closed
-    import json
-
     answer = json.loads(body)
     assert answer["code"] == "total_upload_size_exceeded"
     assert answer["errors"] == ["Total upload size exceeds 256.0 KB. Please try again with smaller files."]
@@ -348,8 +347,6 @@ def _count(db, model) -> int:
 
 def test_parallel_uploads_over_the_limit_get_exactly_one_refusal(live, db, settings, ana, admin_auth,
                                                                  client, tmp_path):
-    import json
-
     allowed = 3
     set_parallelism(client, admin_auth, allowed)
     server = live()
@@ -386,8 +383,6 @@ def test_parallel_uploads_over_the_limit_get_exactly_one_refusal(live, db, setti
 
 def test_simultaneous_uploads_race_for_the_last_slot(live, db, ana, admin_auth, tmp_path):
     """N+1 uploads released together by a barrier, imports slowed so none ends meanwhile."""
-    import httpx
-
     allowed = 2
     server = live(EXECUTION_STEP_DELAY=0.5)
     assert httpx.post(f"http://127.0.0.1:{server.port}{PARALLEL_URL}", headers=admin_auth,

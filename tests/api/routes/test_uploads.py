@@ -6,13 +6,16 @@ import zipfile
 
 import numpy as np
 import pytest
+import rasterio
 import shapely
+from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
 from cartotheca.db.models import Dataset, ExecutionRequest, Resource, Upload
 from cartotheca.geodata.storage import FeatureQuery, stored_layer
 from cartotheca.geodata.storage.stores import raster_store, vector_store
+from tests.catalogue.iso_documents import GMD_DOCUMENT
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.geodata import fixtures as fx
@@ -125,8 +128,6 @@ def test_zip_with_several_datasets_publishes_each(client, db, settings, auth, tm
 
 
 def test_geotiff_upload_is_pixel_identical(client, db, settings, auth, tmp_path):
-    import rasterio
-
     source = fx.write_raster(tmp_path, "elevation", bands=2, crs="EPSG:32632",
                              bounds=(500000, 5000000, 506400, 5004800))
     record = fx.upload_and_wait(client, auth, source)
@@ -167,8 +168,6 @@ def test_title_time_and_sld_options(client, db, settings, auth, tmp_path):
 
 
 def test_iso_metadata_file_fills_the_record(client, db, auth, tmp_path):
-    from tests.catalogue.iso_documents import GMD_DOCUMENT
-
     xml = tmp_path / "rivers.xml"
     xml.write_text(GMD_DOCUMENT.replace("{uuid}", "9b0c1a52-8a4e-4d43-9d53-000000000001"))
     response = fx.post_upload(client, auth, fx.write_points(tmp_path, driver="GeoJSON"),
@@ -228,8 +227,6 @@ def test_upload_record_follows_the_import(client, db, auth, tmp_path):
 
 
 def test_upload_record_is_running_while_the_import_works(make_app, db, tmp_path):
-    from fastapi.testclient import TestClient
-
     make_user(db, "ana")
     auth = basic("ana", PASSWORD)
     with TestClient(make_app(EXECUTION_STEP_DELAY=0.5)) as client:
@@ -352,8 +349,6 @@ def test_shapefile_without_its_parts(client, db, auth, tmp_path):
 
 
 def test_upload_over_the_size_limit(make_app, db, tmp_path):
-    from fastapi.testclient import TestClient
-
     make_user(db, "ana")
     app = make_app(DEFAULT_MAX_UPLOAD_SIZE=4096)
     big = tmp_path / "big.geojson"
@@ -387,8 +382,6 @@ def test_geonodectl_style_flags_are_accepted(client, db, auth, tmp_path):
 
 
 def test_a_large_layer_gets_its_thumbnail_from_a_follow_up_execution(make_app, db, tmp_path):
-    from fastapi.testclient import TestClient
-
     make_user(db, "ana")
     auth = basic("ana", PASSWORD)
     # Layers of more features than this are drawn by an execution of their own.

@@ -1,5 +1,6 @@
 """The users and owners collections: visibility, writes, deletion rules, ownership transfer."""
 
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from cartotheca.db.models import GroupMember, Resource, User
@@ -98,8 +99,6 @@ def test_create_duplicate_email_and_weak_password(client, db, admin_auth):
 
 
 def test_create_by_non_staff_follows_open_signup(make_app, db):
-    from fastapi.testclient import TestClient
-
     make_user(db, "ana")
     closed = TestClient(make_app(ACCOUNT_OPEN_SIGNUP=False))
     body = {"username": "newbie", "password": "a-long-pass-9", "is_staff": True}
@@ -163,8 +162,6 @@ def test_delete_checks_rules_first(client, db, settings, admin_auth):
 
 
 def test_delete_with_custom_rule_and_by_others(make_app, db):
-    from fastapi.testclient import TestClient
-
     app = make_app(USER_DELETION_RULES=["tests.api.routes.test_users.rule_no_carla"])
     client = TestClient(app)
     carla = make_user(db, "carla")
