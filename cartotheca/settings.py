@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pyproj  # only to validate; loaded by the map server anyway
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cartotheca import json_schema
 
 DEFAULT_AUTH_EXEMPT_URLS = [
     r"^/o/.*",
@@ -248,11 +248,9 @@ class Settings(BaseSettings):
     @classmethod
     def _extra_metadata_schemas_are_json_schemas(cls, value: dict[str, dict[str, Any]]):
         for kind, schema in value.items():
-            try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                raise ValueError(f"EXTRA_METADATA_SCHEMA[{kind!r}] is not a JSON Schema: "
-                                 f"{exc.message}") from None
+            problem = json_schema.schema_problem(schema)
+            if problem is not None:
+                raise ValueError(f"EXTRA_METADATA_SCHEMA[{kind!r}] is not a JSON Schema: {problem}")
         return value
 
     @field_validator("WMS_ADVERTISED_CRS")

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from cartotheca import json_schema
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
@@ -52,7 +52,7 @@ def validate_items(settings: Settings, resource: Resource, body: Any, *,
                    need_id: bool) -> list[dict[str, Any]]:
     """Every item of ``body`` checked against the type's schema; the first invalid one raises
     InvalidInput naming its index and content (GeoNode's wording)."""
-    validator = Draft202012Validator(schema_for(settings, resource.resource_type))
+    validator = json_schema.validator(schema_for(settings, resource.resource_type))
     items = _listed(body)
     for index, item in enumerate(items):
         text = orjson.dumps(item).decode() if _encodable(item) else repr(item)

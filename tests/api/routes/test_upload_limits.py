@@ -382,9 +382,10 @@ def test_parallel_uploads_over_the_limit_get_exactly_one_refusal(live, db, setti
 
 
 def test_simultaneous_uploads_race_for_the_last_slot(live, db, ana, admin_auth, tmp_path):
-    """N+1 uploads released together by a barrier, imports slowed so none ends meanwhile."""
+    """N+1 uploads released together by a barrier, imports slowed so none ends meanwhile (each
+    step waits 3 s: on a loaded 2-core machine the last request can take seconds to arrive)."""
     allowed = 2
-    server = live(EXECUTION_STEP_DELAY=0.5)
+    server = live(EXECUTION_STEP_DELAY=3.0)
     assert httpx.post(f"http://127.0.0.1:{server.port}{PARALLEL_URL}", headers=admin_auth,
                       json={"slug": "default_max_parallel_uploads", "max_number": allowed}).status_code == 200
     paths = [fx.write_points(tmp_path, f"race_{uuid.uuid4().hex[:6]}", driver="GeoJSON")
