@@ -176,21 +176,27 @@ def _capabilities_20(b: _Builder) -> Any:
     _el(_el(query, f"{{{ows}}}AllowedValues"), f"{{{ows}}}Value", "wfs:Query")
     types = _el(root, f"{{{wfs}}}FeatureTypeList")
     for info in b.types:
-        ft = _el(types, f"{{{wfs}}}FeatureType")
-        _el(ft, f"{{{wfs}}}Name", info.qname)
-        _el(ft, f"{{{wfs}}}Title", info.resource.title or info.name)
-        _el(ft, f"{{{wfs}}}Abstract", info.resource.abstract or "")
-        b.keywords(ft, ows, info)
-        _el(ft, f"{{{wfs}}}DefaultCRS", gml.srs_name(info.epsg, gml.GML32))
-        for code in b.other_crs:
-            if code != info.epsg:
-                _el(ft, f"{{{wfs}}}OtherCRS", gml.srs_name(code, gml.GML32))
-        formats = _el(ft, f"{{{wfs}}}OutputFormats")
-        for fmt in b.formats:
-            _el(formats, f"{{{wfs}}}Format", fmt)
-        b.wgs84_box(ft, ows, info)
+        _feature_type(b, types, wfs, ows, info, crs="CRS", gml_version=gml.GML32)
     _fes_capabilities(root, fes, ows)
     return root
+
+
+def _feature_type(b: _Builder, types: Any, wfs: str, ows: str, info: Any, *, crs: str,
+                  gml_version: Any) -> None:
+    """One FeatureType entry; 2.0 names its CRS elements DefaultCRS/OtherCRS, 1.1 DefaultSRS/OtherSRS."""
+    ft = _el(types, f"{{{wfs}}}FeatureType")
+    _el(ft, f"{{{wfs}}}Name", info.qname)
+    _el(ft, f"{{{wfs}}}Title", info.resource.title or info.name)
+    _el(ft, f"{{{wfs}}}Abstract", info.resource.abstract or "")
+    b.keywords(ft, ows, info)
+    _el(ft, f"{{{wfs}}}Default{crs}", gml.srs_name(info.epsg, gml_version))
+    for code in b.other_crs:
+        if code != info.epsg:
+            _el(ft, f"{{{wfs}}}Other{crs}", gml.srs_name(code, gml_version))
+    formats = _el(ft, f"{{{wfs}}}OutputFormats")
+    for fmt in b.formats:
+        _el(formats, f"{{{wfs}}}Format", fmt)
+    b.wgs84_box(ft, ows, info)
 
 
 def _capabilities_11(b: _Builder) -> Any:
@@ -203,19 +209,7 @@ def _capabilities_11(b: _Builder) -> Any:
     types = _el(root, f"{{{wfs}}}FeatureTypeList")
     _el(_el(types, f"{{{wfs}}}Operations"), f"{{{wfs}}}Operation", "Query")
     for info in b.types:
-        ft = _el(types, f"{{{wfs}}}FeatureType")
-        _el(ft, f"{{{wfs}}}Name", info.qname)
-        _el(ft, f"{{{wfs}}}Title", info.resource.title or info.name)
-        _el(ft, f"{{{wfs}}}Abstract", info.resource.abstract or "")
-        b.keywords(ft, ows, info)
-        _el(ft, f"{{{wfs}}}DefaultSRS", gml.srs_name(info.epsg, gml.GML31))
-        for code in b.other_crs:
-            if code != info.epsg:
-                _el(ft, f"{{{wfs}}}OtherSRS", gml.srs_name(code, gml.GML31))
-        formats = _el(ft, f"{{{wfs}}}OutputFormats")
-        for fmt in b.formats:
-            _el(formats, f"{{{wfs}}}Format", fmt)
-        b.wgs84_box(ft, ows, info)
+        _feature_type(b, types, wfs, ows, info, crs="SRS", gml_version=gml.GML31)
     _filter_capabilities_11(root, ogc)
     return root
 
