@@ -95,6 +95,7 @@ class VerifiedCredentials:
         self.ttl, self.size = ttl, size
         self._key = secrets.token_bytes(32)
         self._entries: dict[tuple[int, str, str], float] = {}
+        self._names: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
     def _mac(self, password: str) -> str:
@@ -106,12 +107,22 @@ class VerifiedCredentials:
             stamp = self._entries.get(key)
         return stamp is not None and time.monotonic() - stamp < self.ttl
 
+    def known_name(self, username: str, password: str) -> bool:
+        """Whether these credentials were verified recently, before the account is read: a
+        hint for refusing early under load, not a verification (``known`` is)."""
+        with self._lock:
+            stamp = self._names.get((username, self._mac(password)))
+        return stamp is not None and time.monotonic() - stamp < self.ttl
+
     def remember(self, user: User, password: str) -> None:
-        key = (user.id, user.password or "", self._mac(password))
+        mac = self._mac(password)
         with self._lock:
             if len(self._entries) >= self.size:
                 self._entries.clear()
-            self._entries[key] = time.monotonic()
+                self._names.clear()
+            now = time.monotonic()
+            self._entries[(user.id, user.password or "", mac)] = now
+            self._names[(user.username, mac)] = now
 
 
 CREDENTIALS = VerifiedCredentials()
@@ -198,6 +209,11 @@ def user_from_basic(session: Session, header_value: str, settings: Settings,
             "Invalid basic header. Credentials not correctly base64 encoded.") from None
     if not sep:
         raise AuthenticationFailed("Invalid basic header. Credentials not correctly base64 encoded.")
+    # While every password check slot and waiting place is taken, credentials that would need
+    # a check are refused before any statement: a flood of made-up passwords then costs no
+    # database work, and requests with recently verified credentials go on being served.
+    if login_guard.no_room_for_a_check(settings) and not CREDENTIALS.known_name(username, password):
+        raise login_guard.busy(settings)
     # A locked-out account or address is refused even with the right password, before any
     # hashing and before the remembered credentials are consulted. The lockout is read in the
     # account's own statement, so a Basic request costs no statement more than before.

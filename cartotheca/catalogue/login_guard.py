@@ -149,21 +149,37 @@ def check_slot(session: Session, settings: Settings, keys: list[str]) -> Iterato
         slots.release()
 
 
+def no_room_for_a_check(settings: Settings) -> bool:
+    """Whether a password check arriving now would be refused for want of a slot or a waiting
+    place. A glance, not a reservation: callers use it only to refuse early, before any statement, so
+    a flood of unknown passwords costs neither the database nor more than a moment of a thread;
+    a request let through here still goes through ``check_slot``."""
+    for semaphore in (_slots(settings.PASSWORD_CHECK_CONCURRENCY),
+                      _waiting_places(settings.PASSWORD_CHECK_QUEUE)):
+        if semaphore.acquire(blocking=False):
+            semaphore.release()
+            return False
+    return True
+
+
+def busy(settings: Settings) -> Busy:
+    return Busy("Too many logins are being checked; try again shortly.",
+                retry_after=max(1, math.ceil(settings.PASSWORD_CHECK_WAIT_SECONDS)))
+
+
 def _wait_for_slot(session: Session, settings: Settings, slots: threading.BoundedSemaphore) -> None:
     """Wait for a check slot, if a waiting place is free. Waiters hold a server thread each:
     with the queue bounded, a flood is refused at once (503) instead of taking every thread
     from the requests that need no password check."""
-    busy = Busy("Too many logins are being checked; try again shortly.",
-                retry_after=max(1, math.ceil(settings.PASSWORD_CHECK_WAIT_SECONDS)))
     places = _waiting_places(settings.PASSWORD_CHECK_QUEUE)
     if not places.acquire(blocking=False):
-        raise busy
+        raise busy(settings)
     try:
         # Give the pooled connection back while waiting (the request has only read so far and
         # its objects stay loaded): a queue of logins must not hold the pool either.
         session.commit()
         if not slots.acquire(timeout=settings.PASSWORD_CHECK_WAIT_SECONDS):
-            raise busy
+            raise busy(settings)
     finally:
         places.release()
 

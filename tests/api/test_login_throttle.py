@@ -16,7 +16,7 @@ import pytest
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
 
-from cartotheca.catalogue import oauth
+from cartotheca.catalogue import login_guard, oauth
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_user
 from tests.support.ports import free_port
@@ -118,9 +118,9 @@ def server_rss(pid: int) -> int:
 def test_wrong_password_flood_keeps_memory_flat_and_right_passwords_fast(db, spawn, base_app):
     """200 concurrent wrong-password requests for made-up accounts, with the default Argon2id
     cost (64 MiB a check), raise the server's memory by less than 100 MB; meanwhile, from other
-    addresses, a client whose credentials were verified before answers within a second, and a
-    first login with the right password gets through too (it may wait for a check slot: one
-    check at this cost takes about 0.4 s here). Safety bounds, not timings."""
+    addresses, a client whose credentials were verified before is answered, and a first login
+    with the right password gets through too (it may wait for a check slot: one check at this
+    cost takes about 0.4 s here). Safety bounds, not timings."""
     user = make_user(db, "ana")
     user.password = PasswordHasher().hash(PASSWORD)  # the default cost, as in production
     db.commit()
@@ -172,8 +172,11 @@ def test_wrong_password_flood_keeps_memory_flat_and_right_passwords_fast(db, spa
         sampler.join()
         right_client.close()
         first_client.close()
+    # The known client is not queued behind the flood's password checks (it would wait for a
+    # slot, then get 503): test_recently_verified_credentials_need_no_check_slot shows why. How
+    # fast it answers during the flood is a load figure, printed below and kept in
+    # bench/RESULTS.md, not a bound for a shared test machine.
     assert right.status_code == 200, right.text
-    assert elapsed < 1.0, elapsed
     assert first.status_code in (200, 503), first.text  # 503 only if no slot came within the wait
     # the flooding address was cut off after AXES_FAILURE_LIMIT failures
     assert statuses.count(401) <= 3 + 2 and set(statuses) <= {401, 429, 503}, statuses
@@ -181,3 +184,28 @@ def test_wrong_password_flood_keeps_memory_flat_and_right_passwords_fast(db, spa
     print(f"flood: peak growth {grown_mb:.0f} MB; known client {elapsed:.3f} s; first login "
           f"{first.status_code} in {first_elapsed:.3f} s; flood answers {sorted(set(statuses))}")
     assert grown_mb < 100, f"server memory grew by {grown_mb:.0f} MB during the flood"
+
+
+def test_recently_verified_credentials_need_no_check_slot(make_app, db):
+    """While every password check slot and waiting place is taken, a client whose Basic
+    credentials were verified a moment ago is answered at once, and credentials that would need
+    a check are refused with 503 and Retry-After before any statement."""
+    make_user(db, "ana")
+    make_user(db, "bob")
+    settings = {"PASSWORD_CHECK_CONCURRENCY": 1, "PASSWORD_CHECK_QUEUE": 1}
+    with TestClient(make_app(**settings)) as client:
+        assert client.get("/api/v2/users", headers=basic("ana", PASSWORD)).status_code == 200
+        held = [login_guard._slots(1), login_guard._waiting_places(1)]
+        for semaphore in held:  # a long check holds the slot, another waits for it
+            assert semaphore.acquire(blocking=False)
+        try:
+            known = client.get("/api/v2/users", headers=basic("ana", PASSWORD))
+            new = client.get("/api/v2/users", headers=basic("bob", PASSWORD))
+        finally:
+            for semaphore in held:
+                semaphore.release()
+        assert known.status_code == 200, known.text
+        assert new.status_code == 503, new.text
+        assert int(new.headers["Retry-After"]) >= 1
+        # with the slot free again, the new password is checked
+        assert client.get("/api/v2/users", headers=basic("bob", PASSWORD)).status_code == 200
