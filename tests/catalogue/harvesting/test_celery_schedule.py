@@ -13,7 +13,8 @@ from cartotheca.db.models import ExecutionRequest, Harvester, User
 from tests.support.processes import outside_environment
 from tests.support.services import empty_redis_database
 
-BEAT_TASK = "from cartotheca.cli import compose_worker; from cartotheca.settings import get_settings; " \
+BEAT_TASK = "from cartotheca.cli.worker import compose_worker; " \
+    "from cartotheca.settings import get_settings; " \
     "app = compose_worker(get_settings()); " \
     "assert 'enqueue-harvests' in app.conf.beat_schedule; " \
     "enqueue_harvests = app.tasks['cartotheca.enqueue_harvests']; " \
