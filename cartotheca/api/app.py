@@ -48,7 +48,7 @@ from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
 from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
-from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.db.session import background_pool, make_engine, make_sessionmaker, request_pool
 
 # The stores and their libraries (pyarrow, pyogrio, rasterio) load here, once: imported by the
 # first requests' threads at once, a library could be handed to some of them half-initialised.
@@ -91,7 +91,12 @@ class TrailingSlash:
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or get_settings()
     configure_password_hashing(settings)
-    engine = make_engine(settings)
+    # The process's catalogue connections, decided together: one each for the monitoring and
+    # notification threads (engines of their own, so the requests' statements are counted and
+    # pooled apart), the rest for the requests, within DATABASE_POOL_SIZE + MAX_OVERFLOW.
+    monitoring = settings.MONITORING_ENABLED
+    notifying = settings.TASK_BACKEND != "celery"
+    engine = make_engine(settings, request_pool(settings, background=monitoring + notifying))
     if migrate:
         upgrade(engine)
     sessions = make_sessionmaker(engine)
@@ -102,7 +107,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
 
     kinds = build_kinds(MapThumbnails(), render.forget_data)
     tasks = build_engine(settings, sessions, kinds)
-    monitor = Monitor.for_app(settings, sessions) if settings.MONITORING_ENABLED else None
+    monitor = Monitor.for_app(settings, sessions, make_engine(settings, background_pool(settings))) \
+        if monitoring else None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -113,7 +119,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         # Worker threads (or the Celery producer) live as long as the served app.
         backend = start_backend(tasks)
         # Notices are delivered by this process's thread, or by the Celery workers (scale-out).
-        notifier = events.Dispatcher(settings) if settings.TASK_BACKEND != "celery" else None
+        notifier = events.Dispatcher(settings, make_engine(settings, background_pool(settings))) \
+            if notifying else None
         wake_workers = getattr(backend, "request_notifications", None) if notifier is None else None
         if notifier is not None:
             notifier.start()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from sqlalchemy import event, func, or_, select, update
+from sqlalchemy import Engine, event, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from cartotheca import mail, siteurl
@@ -27,7 +27,7 @@ from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.event_messages import chat_payload, email_message
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Delivery, Favorite, GroupMember, Notice, Resource, User
-from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.db.session import make_sessionmaker
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.events")
@@ -339,22 +339,16 @@ def send_queued(session: Session, settings: Settings) -> int:
 
 class Dispatcher:
     """The delivery thread of one server process, woken after each commit that wrote notices
-    and otherwise polling for due retries. It has its own connection pool, so its statements
+    and otherwise polling for due retries. It has an engine of its own (one connection), so its statements
     never wait for, or are counted with, the requests'."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, engine: Engine):
         self.settings = settings
-        self._engine = None
-        self._sessionmaker = None
+        self._engine = engine  # its own (one connection), disposed of when the thread stops
+        self.session = make_sessionmaker(engine)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def session(self) -> Session:
-        if self._sessionmaker is None:
-            self._engine = make_engine(self.settings)
-            self._sessionmaker = make_sessionmaker(self._engine)
-        return self._sessionmaker()
 
     def wake(self) -> None:
         self._wake.set()
@@ -372,9 +366,7 @@ class Dispatcher:
         if self._thread is not None:
             self._thread.join(timeout=3 * self.settings.TIMEOUT)
             self._thread = None
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = self._sessionmaker = None
+        self._engine.dispose()
 
     def _run(self) -> None:
         poll = max(0.01, self.settings.NOTIFICATIONS_POLL_SECONDS)

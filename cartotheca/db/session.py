@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import sqlalchemy.exc
 from sqlalchemy import Engine, create_engine, event
@@ -48,17 +49,52 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, UNAVAILABLE)
 
 
-def make_engine(settings: Settings) -> Engine:
+@dataclass(frozen=True)
+class PoolSize:
+    """One engine's pool: connections kept, opened beyond them (-1: no limit), seconds to wait."""
+
+    size: int
+    overflow: int
+    timeout: float
+
+
+# A background thread (monitoring flush, notification delivery) does one thing at a time: one
+# connection is all it uses, and it may wait for it longer than a request would.
+BACKGROUND_POOL_TIMEOUT = 30.0
+
+
+def request_pool(settings: Settings, *, background: int = 0) -> PoolSize:
+    """The requests' pool, leaving room for ``background`` one-connection engines, so that a
+    process never holds more than ``DATABASE_POOL_SIZE + DATABASE_MAX_OVERFLOW`` catalogue
+    connections in all. The overflow gives way first; the pool keeps at least one."""
+    sqlite = settings.database_url.startswith("sqlite")
+    size = _choose(settings.DATABASE_POOL_SIZE, SQLITE_POOL_SIZE if sqlite else PG_POOL_SIZE)
+    overflow = _choose(settings.DATABASE_MAX_OVERFLOW, SQLITE_MAX_OVERFLOW if sqlite else PG_MAX_OVERFLOW)
+    if overflow >= 0:  # -1 (no limit) has nothing to give
+        taken = min(overflow, background)
+        overflow -= taken
+        size = max(1, size - (background - taken))
+    return PoolSize(size, overflow, settings.DATABASE_POOL_TIMEOUT)
+
+
+def background_pool(settings: Settings) -> PoolSize:
+    """The pool of a background thread's own engine: one connection, never more."""
+    return PoolSize(1, 0, max(BACKGROUND_POOL_TIMEOUT, settings.DATABASE_POOL_TIMEOUT))
+
+
+def make_engine(settings: Settings, pool: PoolSize | None = None) -> Engine:
+    """An engine for the catalogue database; ``pool`` defaults to the full request pool (for
+    commands and scripts that run alone)."""
     url = settings.database_url
-    timeout = settings.DATABASE_POOL_TIMEOUT
+    pool = pool or request_pool(settings)
     if url.startswith("sqlite"):
         settings.ensure_data_dir()
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
-            pool_size=_choose(settings.DATABASE_POOL_SIZE, SQLITE_POOL_SIZE),
-            max_overflow=_choose(settings.DATABASE_MAX_OVERFLOW, SQLITE_MAX_OVERFLOW),
-            pool_timeout=timeout,
+            pool_size=pool.size,
+            max_overflow=pool.overflow,
+            pool_timeout=pool.timeout,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -69,11 +105,10 @@ def make_engine(settings: Settings) -> Engine:
     # pre_ping: a connection the server dropped (restart, pg_terminate_backend) is replaced on
     # checkout instead of failing the request that draws it. connect_timeout: an unreachable
     # server fails a request within about the pool timeout too (503), not after the OS gives up.
-    return create_engine(url, pool_size=_choose(settings.DATABASE_POOL_SIZE, PG_POOL_SIZE),
-                         max_overflow=_choose(settings.DATABASE_MAX_OVERFLOW, PG_MAX_OVERFLOW),
-                         pool_timeout=timeout, pool_pre_ping=True,
+    return create_engine(url, pool_size=pool.size, max_overflow=pool.overflow,
+                         pool_timeout=pool.timeout, pool_pre_ping=True,
                          connect_args={"options": "-c jit=off",
-                                       "connect_timeout": max(1, round(timeout))})
+                                       "connect_timeout": max(1, round(settings.DATABASE_POOL_TIMEOUT))})
 
 
 def _choose(value: int | None, default: int) -> int:
@@ -99,6 +134,14 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:
     # the kernel's page cache, which all connections and processes share anyway.
     cur.execute("PRAGMA mmap_size=0")
     cur.close()
+
+
+def reads_outside_transactions(session: Session) -> None:
+    """Let each of ``session``'s statements commit on its own (PostgreSQL: autocommit), for a
+    request that only reads and then renders, serialises or streams: no transaction stays open
+    ("idle in transaction") while it does, however long it waits for the CPU. Call it before the
+    session's first statement, or after a commit; its connection is back to normal once returned."""
+    session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

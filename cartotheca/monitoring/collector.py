@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Engine, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -34,7 +34,7 @@ from cartotheca.db.models import (
     MonitoredService,
     RequestEvent,
 )
-from cartotheca.db.session import make_engine, make_sessionmaker
+from cartotheca.db.session import make_sessionmaker
 from cartotheca.monitoring import alerts, store
 from cartotheca.monitoring.aggregation import aggregate_period
 from cartotheca.monitoring.capture import RequestBuffer
@@ -222,32 +222,27 @@ def _advance(session: Session, service_id: int, moment: dt.datetime) -> None:
 class Monitor:
     """What one server process runs: the capture buffer, its own engine, the collector thread.
 
-    The collector has its own connection pool so its writes never wait for, or are counted
-    with, the requests' connections.
+    The collector has an engine of its own (one connection, see ``db.session.background_pool``)
+    so its writes never wait for, or are counted with, the requests' connections.
     """
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, engine: Engine):
         self.settings = settings
         self.buffer = RequestBuffer(settings.MONITORING_BUFFER_SIZE)
-        self._engine = None
-        self._sessionmaker = None
-        self.collector = Collector(settings, self._session, buffer=self.buffer, sample_host=True)
+        self._engine = engine
+        self.collector = Collector(settings, make_sessionmaker(engine), buffer=self.buffer,
+                                   sample_host=True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @classmethod
-    def for_app(cls, settings: Settings, sessions: SessionFactory) -> Monitor:
-        """A monitor for a new app, its services set up (so they are listed from the start)."""
+    def for_app(cls, settings: Settings, sessions: SessionFactory, engine: Engine) -> Monitor:
+        """A monitor for a new app, its services set up (so they are listed from the start);
+        ``engine`` is the collector's own, disposed of when the monitor stops."""
         with sessions() as session:
             ensure_configured(session, settings)
             session.commit()
-        return cls(settings)
-
-    def _session(self) -> Session:
-        if self._sessionmaker is None:
-            self._engine = make_engine(self.settings)
-            self._sessionmaker = make_sessionmaker(self._engine)
-        return self._sessionmaker()
+        return cls(settings, engine)
 
     def collect(self, **kwargs) -> CycleReport:
         return self.collector.collect(**kwargs)
@@ -266,9 +261,7 @@ class Monitor:
             self._thread.join(timeout=30)
             self._thread = None
         self.collector.flush()
-        if self._engine is not None:
-            self._engine.dispose()
-            self._engine = self._sessionmaker = None
+        self._engine.dispose()
 
     def _run(self, aggregate: bool) -> None:
         interval = max(1, self.settings.MONITORING_COLLECTION_INTERVAL)

@@ -1,0 +1,42 @@
+"""The catalogue connection budget of one process: the requests' pool and the background engines."""
+
+from __future__ import annotations
+
+from cartotheca.db.session import background_pool, make_engine, request_pool
+
+
+def test_background_engines_come_out_of_the_request_overflow(make_settings, backend):
+    settings = make_settings(DATABASE_POOL_SIZE=10, DATABASE_MAX_OVERFLOW=20)
+    requests = request_pool(settings, background=2)
+    background = background_pool(settings)
+    assert (requests.size, requests.overflow) == (10, 18)
+    assert (background.size, background.overflow) == (1, 0)
+    assert requests.size + requests.overflow + 2 * background.size == 30
+
+
+def test_a_small_budget_takes_from_the_pool_once_the_overflow_is_gone(make_settings):
+    settings = make_settings(DATABASE_POOL_SIZE=3, DATABASE_MAX_OVERFLOW=1)
+    requests = request_pool(settings, background=2)
+    assert (requests.size, requests.overflow) == (2, 0)
+    # The requests keep one connection, whatever the background takes.
+    assert request_pool(make_settings(DATABASE_POOL_SIZE=1, DATABASE_MAX_OVERFLOW=0),
+                        background=2).size == 1
+
+
+def test_an_unbounded_overflow_has_nothing_to_give(make_settings, backend):
+    settings = make_settings(DATABASE_MAX_OVERFLOW=-1)
+    assert request_pool(settings, background=2).overflow == -1
+
+
+def test_engines_are_built_with_their_pools(make_settings):
+    settings = make_settings(DATABASE_POOL_SIZE=4, DATABASE_MAX_OVERFLOW=3, DATABASE_POOL_TIMEOUT=2)
+    requests = make_engine(settings, request_pool(settings, background=2))
+    background = make_engine(settings, background_pool(settings))
+    try:
+        assert (requests.pool.size(), requests.pool._max_overflow) == (4, 1)
+        assert requests.pool._timeout == 2
+        assert (background.pool.size(), background.pool._max_overflow) == (1, 0)
+        assert background.pool._timeout >= 30
+    finally:
+        requests.dispose()
+        background.dispose()
