@@ -66,6 +66,12 @@ class Settings(BaseSettings):
     DATABASE_MAX_OVERFLOW: int | None = None
     DATABASE_POOL_TIMEOUT: float = 3.0  # seconds a request waits for a connection, then 503
     THREAD_POOL_SIZE: int = 24  # threads running synchronous request work, per process
+    # Heavy map-server requests (OWS, CSW, tiles) running at once per process (None: one per CPU
+    # the process may use), how many more may wait for a turn, and for how long, before a 503
+    # (cartotheca.api.bulkhead); the other request threads stay free for the catalogue API.
+    OWS_CONCURRENCY: int | None = Field(default=None, ge=1)
+    OWS_QUEUE: int = Field(default=512, ge=0)
+    OWS_QUEUE_SECONDS: float = Field(default=30.0, ge=0)
     # The public URL of the site. Unset: every absolute URL is built from the request (README
     # "Site URL"); the default below is then only used by work done without a request.
     SITEURL: str = "http://127.0.0.1:8000/"
@@ -304,6 +310,12 @@ class Settings(BaseSettings):
         """SITEURL without the trailing slash. The URLs the service answers with are built
         from ``cartotheca.siteurl`` instead (SITEURL when set, else the request's own base)."""
         return self.SITEURL.rstrip("/")
+
+    @property
+    def ows_concurrency(self) -> int:
+        if self.OWS_CONCURRENCY is not None:
+            return self.OWS_CONCURRENCY
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
     @property
     def database_url(self) -> str:

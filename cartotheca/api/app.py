@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cartotheca import __version__, web
+from cartotheca.api.bulkhead import Bulkhead
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
 from cartotheca.api.routes import (
@@ -166,6 +167,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
         tasks=tasks,
         kinds=kinds,
+        bulkhead=Bulkhead.from_settings(settings),
     )
     app.state.monitoring = monitor
     add_exception_handlers(app)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
@@ -12,8 +13,10 @@ import orjson
 from fastapi import Depends, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from cartotheca import xmlsafe
+from cartotheca.api.bulkhead import Bulkhead
 from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
 from cartotheca.catalogue.kinds import Kinds
@@ -41,17 +44,35 @@ class AppState:
     exempt: list[re.Pattern[str]]
     tasks: Any = None  # cartotheca.tasks.engine.Engine
     kinds: Kinds | None = None  # the resource kinds, with the map server's thumbnail drawer
+    bulkhead: Bulkhead | None = None  # heavy map-server requests at once (None: no bound)
 
 
 def app_state(request: Request) -> AppState:
     return request.app.state.cartotheca
 
 
+@asynccontextmanager
+async def heavy_work(request: Request) -> AsyncIterator[None]:
+    """Hold one of the process's slots for map-server work (``api.bulkhead``) for the block;
+    raises ``Overloaded`` when none is free in time."""
+    bulkhead = app_state(request).bulkhead
+    if bulkhead is None:
+        yield
+        return
+    async with bulkhead.slot():
+        yield
+
+
 def get_settings(request: Request) -> Settings:
     return app_state(request).settings
 
 
-def get_kinds(request: Request) -> Kinds:
+async def settings_of(request: Request) -> Settings:
+    """``get_settings`` as a dependency, resolved on the event loop (no trip to a thread)."""
+    return app_state(request).settings
+
+
+async def get_kinds(request: Request) -> Kinds:
     kinds = app_state(request).kinds
     if kinds is None:
         raise RuntimeError("the app was built without the resource kinds")
@@ -61,11 +82,16 @@ def get_kinds(request: Request) -> Kinds:
 KindsDep = Annotated[Kinds, Depends(get_kinds)]
 
 
-def get_db(request: Request) -> Iterator[Session]:
+async def get_db(request: Request) -> AsyncIterator[Session]:
     """The request's catalogue session. Use it through ``DbDep``: its scope ends the session
     (and returns its connection) when the route function returns, before the response body
     is sent, so a client that reads slowly or not at all holds no database connection.
-    A streamed body must therefore read what it needs from the catalogue before it starts."""
+    A streamed body must therefore read what it needs from the catalogue before it starts.
+
+    Made and closed on the event loop, not in a worker thread: under load every trip to the
+    thread pool waits its turn behind the other requests' work, and a session closed by a trip
+    of its own stayed "idle in transaction", holding its pooled connection, through that wait.
+    Making a session touches nothing; closing it is one ROLLBACK on a connection it holds."""
     session = app_state(request).sessions()
     try:
         yield session
@@ -76,8 +102,33 @@ def get_db(request: Request) -> Iterator[Session]:
 DbDep = Annotated[Session, Depends(get_db, scope="function")]
 
 
-def get_principal(request: Request, db: DbDep) -> Principal:
-    """Basic, Bearer (header or ``access_token`` parameter) or the session cookie."""
+async def get_principal(request: Request, db: DbDep) -> Principal:
+    """Basic, Bearer (header or ``access_token`` parameter) or the session cookie.
+
+    A request with no credentials is anonymous without a trip to the thread pool. One with
+    credentials is looked up in a worker thread, and the lookup's transaction ends there:
+    the connection goes back to the pool while the request waits for its next thread."""
+    cached = getattr(request.state, "principal", None)
+    if cached is not None:
+        return cached
+    if _sends_credentials(request):
+        return await run_in_threadpool(_identified, request, db)
+    return principal_of(request, db)
+
+
+def _sends_credentials(request: Request) -> bool:
+    return bool(request.headers.get("authorization") or request.query_params.get("access_token")
+                or request.cookies.get(SESSION_COOKIE))
+
+
+def _identified(request: Request, db: Session) -> Principal:
+    principal = principal_of(request, db)
+    db.commit()  # not a rollback: that would expire the user just loaded
+    return principal
+
+
+def principal_of(request: Request, db: Session) -> Principal:
+    """The requester, in the calling thread (a blocking lookup unless it sends no credentials)."""
     cached = getattr(request.state, "principal", None)
     if cached is not None:
         return cached
@@ -123,13 +174,13 @@ def client_address(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
-def require_user(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
+async def require_user(principal: Annotated[Principal, Depends(get_principal)]) -> Principal:
     if principal.user is None:
         raise NotAuthenticated()
     return principal
 
 
-def require_staff(principal: Annotated[Principal, Depends(require_user)]) -> Principal:
+async def require_staff(principal: Annotated[Principal, Depends(require_user)]) -> Principal:
     if not principal.is_staff:
         raise PermissionDenied()
     return principal
@@ -177,7 +228,7 @@ def _form_values(items) -> dict[str, Any]:
     return out
 
 
-def list_query_params(
+async def list_query_params(
     page: Annotated[str | None, Query(description="page number, or 'last'")] = None,
     page_size: Annotated[str | None, Query(description="items per page")] = None,
     search: Annotated[str | None, Query(description="free text")] = None,
@@ -200,4 +251,4 @@ def list_context(request: Request, db: Session, principal: Principal) -> ListCon
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 UserDep = Annotated[Principal, Depends(require_user)]
 StaffDep = Annotated[Principal, Depends(require_staff)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+SettingsDep = Annotated[Settings, Depends(settings_of)]

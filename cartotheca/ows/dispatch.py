@@ -164,12 +164,12 @@ def answer(req: OWSRequest, service: str) -> Response:
                       entry.report_version(req))
 
 
-def unavailable(service: str, version: str | None) -> Response:
-    """The database is down or out of connections: the request may well succeed a moment
-    later, so 503 with Retry-After."""
+def unavailable(service: str, version: str | None, retry_after: int = RETRY_AFTER_SECONDS) -> Response:
+    """The database is down or out of connections, or the process has more map requests than it
+    takes: the request may well succeed a moment later, so 503 with Retry-After."""
     response = report(OWSException("NoApplicableCode", "The service is temporarily unavailable; "
                                    "try again later.", status=503), service, version)
-    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response.headers["Retry-After"] = str(retry_after)
     return response
 
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response, StreamingResponse
 
 from cartotheca import siteurl
-from cartotheca.api.deps import DbDep, get_principal, get_settings
+from cartotheca.api.deps import DbDep, get_principal, settings_of
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.datasets import get_dataset
@@ -27,7 +27,7 @@ from cartotheca.xmlsafe import escape
 router = APIRouter(tags=["downloads"])
 Db = DbDep
 Who = Annotated[Principal, Depends(get_principal)]
-Conf = Annotated[Settings, Depends(get_settings)]
+Conf = Annotated[Settings, Depends(settings_of)]
 KML_TYPE = "application/vnd.google-earth.kml+xml"
 
 

@@ -15,8 +15,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
 from cartotheca import siteurl
-from cartotheca.api.deps import app_state, get_principal, get_settings
-from cartotheca.db.session import is_unavailable
+from cartotheca.api.bulkhead import Overloaded
+from cartotheca.api.deps import app_state, get_settings, heavy_work, principal_of
+from cartotheca.db.session import is_unavailable, reads_outside_transactions
 from cartotheca.ows import dispatch
 from cartotheca.ows.dispatch import ParsedRequest
 from cartotheca.ows.request import OWSRequest
@@ -29,7 +30,7 @@ router = APIRouter(include_in_schema=False)
 def _ows_request(request: Request, session: Session, parsed: ParsedRequest) -> OWSRequest:
     """The parsed request with its requester (a blocking lookup: call it in the thread pool)."""
     settings = get_settings(request)
-    return OWSRequest(params=parsed.params, principal=get_principal(request, session),
+    return OWSRequest(params=parsed.params, principal=principal_of(request, session),
                       session=session, settings=settings,
                       service_url=_service_url(request, settings), method=request.method,
                       body=parsed.body, xml=parsed.xml, extra={"multi_params": parsed.multi})
@@ -45,11 +46,10 @@ def _in_one_trip(request: Request, parsed: ParsedRequest) -> Response:
     params, service = parsed.params, parsed.service
     try:
         with app_state(request).sessions() as session:
-            if request.method == "GET" and service == "WMS" \
-                    and (params.get("REQUEST") or "").upper() == "GETMAP":
-                # A map only reads: without a transaction there is no BEGIN and no ROLLBACK
-                # round trip to the catalogue database around its one query.
-                session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            # The map server only reads the catalogue (a failed login's count commits on its
+            # own): no transaction stays open while a map is drawn or features are read, and a
+            # map has no BEGIN and ROLLBACK round trips around its one query.
+            reads_outside_transactions(session)
             return dispatch.answer(_ows_request(request, session, parsed), service)
     except Exception as exc:
         if not is_unavailable(exc):
@@ -62,7 +62,12 @@ async def _serve(request: Request, path_service: str | None) -> Response:
     parsed = await dispatch.parse(request, path_service)
     if isinstance(parsed, Response):
         return parsed
-    return await run_in_threadpool(_in_one_trip, request, parsed)
+    try:
+        async with heavy_work(request):
+            return await run_in_threadpool(_in_one_trip, request, parsed)
+    except Overloaded:
+        return dispatch.unavailable(parsed.service, parsed.params.get("VERSION"),
+                                    get_settings(request).OVERLOAD_RETRY_AFTER)
 
 
 def _service_url(request: Request, settings: Settings) -> str:

@@ -48,22 +48,28 @@ RELATED_FIELDS = (
 )
 
 
+@dataclass
 class ListParams:
     """The documented query parameters of a list (``filter{...}`` keys are read directly)."""
 
-    def __init__(
-        self,
-        _common: Annotated[None, Depends(list_query_params)],
-        extent: Annotated[str | None, Query(description="minx,miny,maxx,maxy in lon/lat")] = None,
-        favorite: Annotated[str | None, Query(description="true: only the requester's favourites")] = None,
-        include: Annotated[list[str] | None, Query(alias="include[]")] = None,
-        exclude: Annotated[list[str] | None, Query(alias="exclude[]")] = None,
-        api_preset: Annotated[str | None, Query()] = None,
-    ):
-        self.include, self.exclude, self.api_preset = include or [], exclude or [], api_preset
+    include: list[str]
+    exclude: list[str]
+    api_preset: str | None
 
 
-ListParamsDep = Annotated[ListParams, Depends()]
+async def list_params(
+    _common: Annotated[None, Depends(list_query_params)],
+    extent: Annotated[str | None, Query(description="minx,miny,maxx,maxy in lon/lat")] = None,
+    favorite: Annotated[str | None, Query(description="true: only the requester's favourites")] = None,
+    include: Annotated[list[str] | None, Query(alias="include[]")] = None,
+    exclude: Annotated[list[str] | None, Query(alias="exclude[]")] = None,
+    api_preset: Annotated[str | None, Query()] = None,
+) -> ListParams:
+    # async: resolved on the event loop, with no trip to the thread pool of its own
+    return ListParams(include or [], exclude or [], api_preset)
+
+
+ListParamsDep = Annotated[ListParams, Depends(list_params)]
 
 
 @dataclass

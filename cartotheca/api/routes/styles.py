@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 from sqlalchemy import select
 from starlette.responses import Response
 
-from cartotheca.api.deps import DbDep, get_principal, get_settings
+from cartotheca.api.deps import DbDep, get_principal, settings_of
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.datasets import get_dataset_by_id
 from cartotheca.db.models import Style
@@ -24,7 +24,7 @@ SLD_MEDIA_TYPE = "application/vnd.ogc.sld+xml"
 @router.get("/styles/{workspace}/{filename}", include_in_schema=False)
 def style_sld(workspace: str, filename: str, db: DbDep,
               principal: Annotated[Principal, Depends(get_principal)],
-              settings: Annotated[Settings, Depends(get_settings)]) -> Response:
+              settings: Annotated[Settings, Depends(settings_of)]) -> Response:
     if not filename.endswith(".sld"):
         raise NotFound()
     style = db.execute(select(Style.dataset_id, Style.sld_body).where(

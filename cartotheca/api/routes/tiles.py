@@ -12,7 +12,8 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from cartotheca.api.deps import app_state, get_principal, get_settings
+from cartotheca.api.bulkhead import Overloaded
+from cartotheca.api.deps import app_state, get_settings, heavy_work, principal_of
 from cartotheca.catalogue.datasets import get_dataset_to_draw
 from cartotheca.ows import tiles
 
@@ -22,13 +23,23 @@ router = APIRouter(tags=["tiles"], include_in_schema=False)  # map-server paths,
 @router.get("/tiles/{alternate}/{z:int}/{x:int}/{y:int}.{ext}")
 async def xyz_tile(alternate: str, z: int, x: int, y: int, ext: str, request: Request,
                    style: str | None = None) -> Response:
-    return await run_in_threadpool(_tile, request, alternate, tiles.DEFAULT_TMS, z, x, y, ext, style)
+    return await _drawn(request, alternate, tiles.DEFAULT_TMS, z, x, y, ext, style)
 
 
 @router.get("/tiles/{alternate}/{tms}/{z:int}/{x:int}/{y:int}.{ext}")
 async def tms_tile(alternate: str, tms: str, z: int, x: int, y: int, ext: str, request: Request,
                    style: str | None = None) -> Response:
-    return await run_in_threadpool(_tile, request, alternate, tms, z, x, y, ext, style)
+    return await _drawn(request, alternate, tms, z, x, y, ext, style)
+
+
+async def _drawn(request: Request, *args) -> Response:
+    try:
+        async with heavy_work(request):
+            return await run_in_threadpool(_tile, request, *args)
+    except Overloaded:
+        retry_after = str(get_settings(request).OVERLOAD_RETRY_AFTER)
+        return Response("The map server is busy; try again shortly.\n", status_code=503,
+                        media_type="text/plain", headers={"Retry-After": retry_after})
 
 
 def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ext: str,
@@ -38,7 +49,7 @@ def _tile(request: Request, alternate: str, tms: str, z: int, x: int, y: int, ex
     tiles.check_tile(tiles.tile_matrix_set(tms), z, x, y)
     settings = get_settings(request)
     with app_state(request).sessions() as db:
-        principal = get_principal(request, db)
+        principal = principal_of(request, db)
         resource, dataset, default_sld = get_dataset_to_draw(db, principal, settings, alternate)
         job = tiles.plan_tile(settings, resource, dataset, tms, z, x, y, media_type, style,
                               default_sld=default_sld)

@@ -64,6 +64,10 @@ class Geometry(sa.types.UserDefinedType):
         return "geometry"
 
 
+# One pool per datastore URL and process, apart from the catalogue's: its connections go to the
+# datastore database and are not part of DATABASE_POOL_SIZE + DATABASE_MAX_OVERFLOW; count up to
+# 5 + 10 per process against the datastore server's max_connections (README "Database
+# connections"). Streams read each batch through a connection of their own and give it back.
 @lru_cache(maxsize=16)
 def engine_for(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
