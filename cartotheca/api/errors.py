@@ -111,8 +111,13 @@ async def _http(_: Request, exc: StarletteHTTPException) -> JSON:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSON:
+    """500. The exception still reaches uvicorn after this answer, and uvicorn then closes the
+    connection; ``Connection: close`` tells the client so, instead of letting it send its next
+    request on a keep-alive connection that is gone (a connection reset)."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return error_response(500, ["A server error occurred."], "error")
+    response = error_response(500, ["A server error occurred."], "error")
+    response.headers["Connection"] = "close"
+    return response
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> JSON:
