@@ -49,7 +49,13 @@ from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
 from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
 from cartotheca.db.migrate import upgrade
-from cartotheca.db.session import background_pool, make_engine, make_sessionmaker, request_pool
+from cartotheca.db.session import (
+    background_pool,
+    make_engine,
+    make_read_sessionmaker,
+    make_sessionmaker,
+    request_pool,
+)
 
 # The stores and their libraries (pyarrow, pyogrio, rasterio) load here, once: imported by the
 # first requests' threads at once, a library could be handed to some of them half-initialised.
@@ -163,6 +169,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         settings=settings,
         engine=engine,
         sessions=sessions,
+        read_sessions=make_read_sessionmaker(engine),
         groups=InternalGroups(anonymous_id, registered_id),
         exempt=[re.compile(p) for p in settings.AUTH_EXEMPT_URLS],
         tasks=tasks,

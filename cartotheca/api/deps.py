@@ -45,6 +45,7 @@ class AppState:
     tasks: Any = None  # cartotheca.tasks.engine.Engine
     kinds: Kinds | None = None  # the resource kinds, with the map server's thumbnail drawer
     bulkhead: Bulkhead | None = None  # heavy map-server requests at once (None: no bound)
+    read_sessions: sessionmaker[Session] | None = None  # autocommit: for routes that only read
 
 
 def app_state(request: Request) -> AppState:
@@ -100,6 +101,20 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
 
 
 DbDep = Annotated[Session, Depends(get_db, scope="function")]
+
+
+async def get_read_db(request: Request) -> AsyncIterator[Session]:
+    """A session for a route that only reads: ``get_db``'s, but each statement commits on its
+    own, so no transaction stays open while the route serialises what it read."""
+    state = app_state(request)
+    session = (state.read_sessions or state.sessions)()
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+ReadDbDep = Annotated[Session, Depends(get_read_db, scope="function")]
 
 
 async def get_principal(request: Request, db: DbDep) -> Principal:

@@ -250,6 +250,8 @@ def attempt(session: Session, settings: Settings, delivery_id: int, waiting: str
     session.commit()
     delivery = session.get(Delivery, delivery_id)
     notice = session.get(Notice, delivery.notice_id)
+    # No transaction open while the mail server or a webhook answers (up to TIMEOUT seconds).
+    session.commit()
     error = None
     try:
         send_one(settings, delivery, notice)

@@ -144,6 +144,14 @@ def reads_outside_transactions(session: Session) -> None:
     session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 
+def make_read_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Sessions whose statements each commit on their own, for routes that only read and then
+    serialise: nothing stays "idle in transaction" while they do (``reads_outside_transactions``
+    chosen when the session is made, so no connection is taken before the first statement).
+    The same pool and the same event listeners as ``engine``."""
+    return make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+
+
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     factory = sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
     text_guard.install(factory)

@@ -19,6 +19,7 @@ from cartotheca.api.deps import (
     DbDep,
     KindsDep,
     PrincipalDep,
+    ReadDbDep,
     SettingsDep,
     UserDep,
     list_context,
@@ -131,7 +132,7 @@ class ResourceRoutes:
 
     def register_lists(self, router: APIRouter) -> None:
         @router.get("", summary=f"List {self.prefix}")
-        def list_items(request: Request, db: DbDep, principal: PrincipalDep,
+        def list_items(request: Request, db: ReadDbDep, principal: PrincipalDep,
                        settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
             listing = resource_list.list_resources(ctx, base=self.base(), fields=self.fields)
@@ -141,7 +142,7 @@ class ResourceRoutes:
             return
 
         def flagged(flag):
-            def view(request: Request, db: DbDep, principal: PrincipalDep,
+            def view(request: Request, db: ReadDbDep, principal: PrincipalDep,
                      settings: SettingsDep, params: ListParamsDep) -> JSON:
                 ctx = list_context(request, db, principal)
                 listing = resource_list.list_resources(ctx, base=[flag.is_(True)])
@@ -153,7 +154,7 @@ class ResourceRoutes:
         router.get("/published", summary="Published resources")(flagged(Resource.is_published))
 
         @router.get("/favorites", summary="The requester's favourite resources")
-        def favorites(request: Request, db: DbDep, principal: UserDep,
+        def favorites(request: Request, db: ReadDbDep, principal: UserDep,
                       settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
             ctx.params["favorite"] = ["true"]
@@ -162,7 +163,7 @@ class ResourceRoutes:
                              key="favorites")
 
         @router.get("/resource_types", summary="Resource types with visible counts")
-        def resource_types(db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
+        def resource_types(db: ReadDbDep, principal: PrincipalDep, settings: SettingsDep) -> JSON:
             counts = catalogue.type_counts(db, principal, settings)
             return JSON(resource_types_body(counts))
 
@@ -248,7 +249,7 @@ class ResourceRoutes:
 
     def register_item(self, router: APIRouter) -> None:
         @router.get("/{resource_id}", summary=f"One of {self.prefix}")
-        def detail(resource_id: IdPath, db: DbDep, principal: PrincipalDep,
+        def detail(resource_id: IdPath, db: ReadDbDep, principal: PrincipalDep,
                    settings: SettingsDep,
                    include: Annotated[list[str] | None, Query(alias="include[]")] = None,
                    exclude: Annotated[list[str] | None, Query(alias="exclude[]")] = None,
