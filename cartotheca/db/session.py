@@ -37,11 +37,13 @@ RETRY_AFTER_SECONDS = 5
 # PostgreSQL: each server process keeps at most pool + overflow connections.
 PG_POOL_SIZE = 10
 PG_MAX_OVERFLOW = 20
-# SQLite: connections are a file handle each, so readers never wait for one (-1: no overflow
-# limit); the pooled few keep their page cache between requests, the overflow ones are closed
-# when returned, so memory stays small.
+# SQLite: connections are a file handle and a page cache (up to 16 MiB, see the pragmas) each.
+# The pooled few keep their cache between requests; the overflow ones are closed when returned.
+# The overflow is bounded all the same: one per request thread (THREAD_POOL_SIZE's default)
+# beyond the pool, so readers do not wait for one, but a burst cannot open a connection, and a
+# page cache, per waiting request (the soaks saw ~50 per process, and memory that kept growing).
 SQLITE_POOL_SIZE = 8
-SQLITE_MAX_OVERFLOW = -1
+SQLITE_MAX_OVERFLOW = 24
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -70,7 +72,7 @@ def request_pool(settings: Settings, *, background: int = 0) -> PoolSize:
     sqlite = settings.database_url.startswith("sqlite")
     size = _choose(settings.DATABASE_POOL_SIZE, SQLITE_POOL_SIZE if sqlite else PG_POOL_SIZE)
     overflow = _choose(settings.DATABASE_MAX_OVERFLOW, SQLITE_MAX_OVERFLOW if sqlite else PG_MAX_OVERFLOW)
-    if overflow >= 0:  # -1 (no limit) has nothing to give
+    if overflow >= 0:  # -1 (no limit, if set so) has nothing to give
         taken = min(overflow, background)
         overflow -= taken
         size = max(1, size - (background - taken))

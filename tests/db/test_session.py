@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from cartotheca.db.session import background_pool, make_engine, request_pool
+from cartotheca.db.session import (
+    SQLITE_MAX_OVERFLOW,
+    SQLITE_POOL_SIZE,
+    background_pool,
+    make_engine,
+    request_pool,
+)
+from cartotheca.settings import Settings
 
 
 def test_background_engines_come_out_of_the_request_overflow(make_settings, backend):
@@ -40,3 +47,12 @@ def test_engines_are_built_with_their_pools(make_settings):
     finally:
         requests.dispose()
         background.dispose()
+
+
+def test_sqlite_connections_are_bounded_by_default(tmp_path):
+    settings = Settings(DATA_DIR=tmp_path, SECRET_KEY="test")
+    requests = request_pool(settings, background=2)
+    # each connection keeps a page cache: a burst must not open one per waiting request
+    assert requests.overflow >= 0
+    assert requests.size + requests.overflow + 2 == SQLITE_POOL_SIZE + SQLITE_MAX_OVERFLOW
+    assert SQLITE_POOL_SIZE + SQLITE_MAX_OVERFLOW >= settings.THREAD_POOL_SIZE + settings.EXECUTION_WORKERS
