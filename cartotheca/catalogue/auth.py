@@ -102,10 +102,20 @@ class VerifiedCredentials:
         return hmac.new(self._key, password.encode(), hashlib.sha256).hexdigest()
 
     def known(self, user: User, password: str) -> bool:
-        key = (user.id, user.password or "", self._mac(password))
+        """Whether these are ``user``'s verified credentials. Each use keeps them for another
+        ``ttl``: a client that keeps sending them never needs a hash again, so the checks of a
+        busy server's clients do not all fall due together, each ``ttl``, and overflow the
+        queue for password checks (503s)."""
+        mac = self._mac(password)
+        key = (user.id, user.password or "", mac)
+        now = time.monotonic()
         with self._lock:
             stamp = self._entries.get(key)
-        return stamp is not None and time.monotonic() - stamp < self.ttl
+            if stamp is None or now - stamp >= self.ttl:
+                return False
+            self._entries[key] = now
+            self._names[(user.username, mac)] = now
+        return True
 
     def known_name(self, username: str, password: str) -> bool:
         """Whether these credentials were verified recently, before the account is read: a
