@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
+import anyio.to_thread
 import orjson
+from anyio import CapacityLimiter
 from fastapi import Depends, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -46,6 +48,26 @@ class AppState:
     kinds: Kinds | None = None  # the resource kinds, with the map server's thumbnail drawer
     bulkhead: Bulkhead | None = None  # heavy map-server requests at once (None: no bound)
     read_sessions: sessionmaker[Session] | None = None  # autocommit: for routes that only read
+    # Threads that only close sessions still holding a connection (made on first use: a
+    # limiter belongs to a running event loop).
+    closing_lane: CapacityLimiter | None = None
+
+
+# Closing a session is one ROLLBACK: quick, but blocking, and a database that hangs must not
+# freeze the event loop; these few threads do it without queueing behind request work.
+CLOSING_THREADS = 8
+
+
+async def close_session(request: Request, session: Session) -> None:
+    """End ``session``: on the event loop when it holds no connection (nothing to send), else
+    in the closing lane, so its connection goes back at once and the loop never blocks."""
+    if not session.in_transaction():
+        session.close()
+        return
+    state = app_state(request)
+    if state.closing_lane is None:
+        state.closing_lane = CapacityLimiter(CLOSING_THREADS)
+    await anyio.to_thread.run_sync(session.close, limiter=state.closing_lane)
 
 
 def app_state(request: Request) -> AppState:
@@ -92,12 +114,13 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
     Made and closed on the event loop, not in a worker thread: under load every trip to the
     thread pool waits its turn behind the other requests' work, and a session closed by a trip
     of its own stayed "idle in transaction", holding its pooled connection, through that wait.
-    Making a session touches nothing; closing it is one ROLLBACK on a connection it holds."""
+    Making a session touches nothing; closing one that still holds a connection is a ROLLBACK,
+    sent from the closing lane (``close_session``)."""
     session = app_state(request).sessions()
     try:
         yield session
     finally:
-        session.close()
+        await close_session(request, session)
 
 
 DbDep = Annotated[Session, Depends(get_db, scope="function")]
@@ -111,7 +134,7 @@ async def get_read_db(request: Request) -> AsyncIterator[Session]:
     try:
         yield session
     finally:
-        session.close()
+        await close_session(request, session)
 
 
 ReadDbDep = Annotated[Session, Depends(get_read_db, scope="function")]
