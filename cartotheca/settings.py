@@ -209,6 +209,16 @@ class Settings(BaseSettings):
     NOTIFICATIONS_RETRY_BASE_SECONDS: float = 30.0  # first retry delay; doubles on each try
     NOTIFICATIONS_POLL_SECONDS: float = 30.0  # how often the delivery thread looks for due retries
 
+    # The in-process catalogue index: exact totals and facet counts from bitmaps, kept in step
+    # with the database by the resource change feed (catalogue/index/)
+    # (README's settings table says what each does).
+    CATALOGUE_INDEX_ENABLED: bool = True
+    CATALOGUE_INDEX_MAX_PENDING: int = Field(default=10000, ge=0)
+    CATALOGUE_INDEX_MAX_IDS: int = Field(default=100000, ge=0)
+    CATALOGUE_INDEX_MAX_TOPICS: int = Field(default=20000, ge=0)
+    CATALOGUE_INDEX_RETENTION: float = Field(default=3600.0, gt=0)
+    CATALOGUE_INDEX_TRIM_INTERVAL: float = Field(default=60.0, gt=0)
+
     # Execution engine: "inprocess" (worker threads in the server) or "celery" (cartotheca worker)
     TASK_BACKEND: str = "inprocess"
     CELERY_BROKER_URL: str = "redis://127.0.0.1:6379/0"

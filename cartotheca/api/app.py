@@ -48,8 +48,10 @@ from cartotheca.catalogue import accounts, events
 from cartotheca.catalogue.auth import InternalGroups, configure_password_hashing
 from cartotheca.catalogue.families import build_kinds
 from cartotheca.catalogue.harvesting.scheduling import Scheduler
+from cartotheca.catalogue.index import CatalogueIndex, IndexedCounts
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import (
+    PoolSize,
     background_pool,
     make_engine,
     make_read_sessionmaker,
@@ -103,7 +105,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     # pooled apart), the rest for the requests, within DATABASE_POOL_SIZE + MAX_OVERFLOW.
     monitoring = settings.MONITORING_ENABLED
     notifying = settings.TASK_BACKEND != "celery"
-    engine = make_engine(settings, request_pool(settings, background=monitoring + notifying))
+    indexing = INDEX_CONNECTIONS if settings.CATALOGUE_INDEX_ENABLED else 0
+    engine = make_engine(settings, request_pool(settings, background=monitoring + notifying + indexing))
     if migrate:
         upgrade(engine)
     sessions = make_sessionmaker(engine)
@@ -116,6 +119,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     tasks = build_engine(settings, sessions, kinds)
     monitor = Monitor.for_app(settings, sessions, make_engine(settings, background_pool(settings))) \
         if monitoring else None
+    index = build_index(settings)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -141,9 +145,13 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         if monitor is not None:
             # With Celery a beat task runs the collection cycle once for every process.
             monitor.start(aggregate=settings.TASK_BACKEND != "celery")
+        if index is not None:
+            index.start()  # built in the background; lists and facets count in SQL meanwhile
         try:
             yield
         finally:
+            if index is not None:
+                index.stop()
             if monitor is not None:
                 monitor.stop()
             if notifier is not None:
@@ -175,8 +183,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
         tasks=tasks,
         kinds=kinds,
         bulkhead=Bulkhead.from_settings(settings),
+        counts=IndexedCounts(index) if index is not None else None,
     )
     app.state.monitoring = monitor
+    app.state.catalogue_index = index
     add_exception_handlers(app)
     include_routers(app, settings)
     app.add_middleware(TrailingSlash)
@@ -202,6 +212,20 @@ def include_routers(app: FastAPI, settings: Settings) -> None:
         app.include_router(module.router)
     # The browser pages last: the API's own paths (POST /account/login ...) come first.
     web.install(app, settings)
+
+
+# The index's own engine: one connection for its builds, trims and snapshots, one for re-reading
+# changed resources while a build runs.
+INDEX_CONNECTIONS = 2
+
+
+def build_index(settings: Settings) -> CatalogueIndex | None:
+    """The process's catalogue index, on an engine of its own: its polls and builds never
+    wait for (or take) a request's connection."""
+    if not settings.CATALOGUE_INDEX_ENABLED:
+        return None
+    pool = PoolSize(INDEX_CONNECTIONS, 0, background_pool(settings).timeout)
+    return CatalogueIndex(make_engine(settings, pool), settings)
 
 
 def start_backend(tasks: Engine) -> Backend:

@@ -23,6 +23,7 @@ from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
 from cartotheca.catalogue.kinds import Kinds
 from cartotheca.catalogue.query import ListContext
+from cartotheca.catalogue.query.paging import ExactCounts
 from cartotheca.errors import (
     AuthenticationFailed,
     NotAuthenticated,
@@ -48,6 +49,7 @@ class AppState:
     kinds: Kinds | None = None  # the resource kinds, with the map server's thumbnail drawer
     bulkhead: Bulkhead | None = None  # heavy map-server requests at once (None: no bound)
     read_sessions: sessionmaker[Session] | None = None  # autocommit: for routes that only read
+    counts: ExactCounts | None = None  # exact totals and facets from the catalogue index
     # Threads that only close sessions still holding a connection (made on first use: a
     # limiter belongs to a running event loop).
     closing_lane: CapacityLimiter | None = None
@@ -283,7 +285,8 @@ def list_context(request: Request, db: Session, principal: Principal) -> ListCon
     params: dict[str, list[str]] = {}
     for key, value in items:
         params.setdefault(key, []).append(value)
-    return ListContext(db, principal, app_state(request).settings, params, items)
+    state = app_state(request)
+    return ListContext(db, principal, state.settings, params, items, state.counts)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -101,8 +101,12 @@ class Facet:
 
 
 class Counter:
+    family = ""  # what the catalogue index counts for this counter
+
     def topics(self, session: Session, clauses: Sequence[ColumnElement], principal: Principal,
-               tq: TopicQuery) -> TopicPage:
+               tq: TopicQuery, indexed: Any = None) -> TopicPage:
+        """``indexed``: the index's counts of the same scope (``FacetCounts``), used instead
+        of a grouped COUNT when given."""
         raise NotImplementedError
 
 
@@ -119,6 +123,7 @@ class Target:
     key_kind: type = str
     extras: tuple[tuple[str, Any], ...] = ()
     scope: Callable[[Principal], ColumnElement[bool] | None] = lambda _p: None
+    family: str = ""  # the catalogue index's family of ``ref``
 
 
 class ReferenceCounter(Counter):
@@ -126,6 +131,7 @@ class ReferenceCounter(Counter):
 
     def __init__(self, target: Target):
         self.t = target
+        self.family = target.family
 
     def label_columns(self, tq: TopicQuery) -> list[Any]:
         return [self.t.label.label("label"), *(col.label(name) for name, col in self.t.extras)]
@@ -163,7 +169,9 @@ class ReferenceCounter(Counter):
             stmt = stmt.where(self.t.ref.in_(select(self.t.model.id).where(*wanted)))
         return stmt.group_by(ref).subquery("counted")
 
-    def topics(self, session, clauses, principal, tq):
+    def topics(self, session, clauses, principal, tq, indexed=None):
+        if indexed is not None:
+            return self.indexed_topics(session, indexed.by[self.family], principal, tq)
         counted = self.grouped(session, clauses, principal, tq)
         stmt = select(self.t.key.label("key"), *self.label_columns(tq), counted.c.n,
                       func.count().over().label("total")) \
@@ -173,6 +181,24 @@ class ReferenceCounter(Counter):
         rows = session.execute(stmt).all()
         items = [self.topic(row, row.n) for row in rows]
         total = rows[0].total if rows else self.count_past_end(session, counted, tq)
+        total += self.add_missing_keys(session, principal, tq, items)
+        return TopicPage(tq.page, tq.page_size, tq.start, total, items)
+
+    def indexed_topics(self, session: Session, counts: dict[Any, int], principal: Principal,
+                       tq: TopicQuery) -> TopicPage:
+        """The same page from the index's counts per id: the database orders the keys (its
+        collation, as in the grouped statement), a stable sort by count puts them in the
+        grouped statement's order (count descending, then key)."""
+        items: list[Topic] = []
+        if counts:
+            wanted = [self.t.model.id.in_(list(counts)), *self.topic_conditions(principal, tq)]
+            stmt = select(self.t.model.id.label("ref"), self.t.key.label("key"),
+                          *self.label_columns(tq)).select_from(self.t.model)
+            stmt = self.label_from(stmt, tq).where(*wanted).order_by(self.t.key)
+            rows = sorted(session.execute(stmt).all(), key=lambda r: -counts[r.ref])
+            items = [self.topic(row, counts[row.ref]) for row in rows]
+        total = len(items)
+        items = items[tq.start:tq.start + tq.page_size]
         total += self.add_missing_keys(session, principal, tq, items)
         return TopicPage(tq.page, tq.page_size, tq.start, total, items)
 
@@ -211,7 +237,7 @@ class ThesaurusCounter(ReferenceCounter):
         super().__init__(Target(
             ThesaurusKeyword, ThesaurusKeyword.id, ThesaurusKeyword.alt_label,
             link.c.tkeyword_id, link=link, key_kind=int,
-            scope=lambda _p: ThesaurusKeyword.thesaurus_id == thesaurus_id,
+            scope=lambda _p: ThesaurusKeyword.thesaurus_id == thesaurus_id, family="tkeyword",
         ))
         self.localized = ThesaurusKeywordLabel.__table__.alias("localized")
 
@@ -242,28 +268,33 @@ class ThesaurusCounter(ReferenceCounter):
 class FeaturedCounter(Counter):
     """Two topics, true and false; topic_contains does not apply (as in GeoNode)."""
 
-    def topics(self, session, clauses, principal, tq):
-        featured = grouping(session, Resource.featured, clauses)
-        stmt = select(featured.label("featured"), func.count().label("n")).where(*clauses)
-        if tq.keys:
-            stmt = stmt.where(Resource.featured.in_(convert_keys(tq.keys, bool)))
-        rows = session.execute(stmt.group_by(featured)).all()
-        ranked = sorted(rows, key=lambda r: (-r.n, not r.featured))
-        items = [Topic(bool(r.featured), str(bool(r.featured)), r.n) for r in ranked]
+    family = "featured"
+
+    def topics(self, session, clauses, principal, tq, indexed=None):
+        keys = convert_keys(tq.keys, bool) if tq.keys else None
+        if indexed is not None:
+            rows = [(flag, n) for flag, n in indexed.featured if keys is None or flag in keys]
+        else:
+            featured = grouping(session, Resource.featured, clauses)
+            stmt = select(featured.label("featured"), func.count().label("n")).where(*clauses)
+            if keys is not None:
+                stmt = stmt.where(Resource.featured.in_(keys))
+            rows = [(r.featured, r.n) for r in session.execute(stmt.group_by(featured))]
+        ranked = sorted(rows, key=lambda r: (-r[1], not r[0]))
+        items = [Topic(bool(flag), str(bool(flag)), n) for flag, n in ranked]
         return paged(items, tq)
 
 
 class ResourceTypeCounter(Counter):
     """Resource types, each with its subtypes as nested items (filtered by ``filter{subtype.in}``)."""
 
-    def topics(self, session, clauses, principal, tq):
-        # The (type, created) index has no subtype: the covering index serves even a superuser.
-        rtype = grouping(session, Resource.resource_type, clauses, covered=False)
-        subtype = grouping(session, Resource.subtype, clauses, covered=False)
-        stmt = select(rtype, subtype, func.count()).where(*clauses)
-        if tq.keys:
-            stmt = stmt.where(Resource.resource_type.in_(tq.keys))
-        rows = session.execute(stmt.group_by(rtype, subtype)).all()
+    family = "type"
+
+    def topics(self, session, clauses, principal, tq, indexed=None):
+        if indexed is not None:
+            rows = [r for r in indexed.types if not tq.keys or r[0] in tq.keys]
+        else:
+            rows = self.grouped(session, clauses, tq)
         tree: dict[str, Topic] = {}
         for rtype, subtype, n in rows:
             topic = tree.setdefault(rtype, Topic(rtype, rtype, 0))
@@ -275,6 +306,16 @@ class ResourceTypeCounter(Counter):
         for topic in tree.values():
             topic.extra.get("items", []).sort(key=lambda t: (-t.count, t.key))
         return paged(sorted(tree.values(), key=lambda t: (-t.count, t.key)), tq)
+
+
+    def grouped(self, session: Session, clauses: Sequence[ColumnElement], tq: TopicQuery) -> list:
+        # The (type, created) index has no subtype: the covering index serves even a superuser.
+        rtype = grouping(session, Resource.resource_type, clauses, covered=False)
+        subtype = grouping(session, Resource.subtype, clauses, covered=False)
+        stmt = select(rtype, subtype, func.count()).where(*clauses)
+        if tq.keys:
+            stmt = stmt.where(Resource.resource_type.in_(tq.keys))
+        return list(session.execute(stmt.group_by(rtype, subtype)).all())
 
 
 def grouping(session: Session, column: Any, clauses: Sequence[ColumnElement], *,
@@ -319,22 +360,22 @@ STATIC_FACETS: tuple[Facet, ...] = (
     Facet("featured", "filter{featured}", "Featured", "base", FeaturedCounter(), order=0),
     Facet("category", "filter{category.identifier.in}", "Category", "category", ReferenceCounter(
         Target(Category, Category.identifier, Category.gn_description, Resource.category_id,
-               extras=(("fa_class", Category.fa_class),))),
+               extras=(("fa_class", Category.fa_class),), family="category")),
           order=5, config={"order": 5, "type": "select"}),
     Facet("keyword", "filter{keywords.slug.in}", "Keyword", "keyword", ReferenceCounter(
         Target(Keyword, Keyword.slug, Keyword.name, resource_keywords.c.keyword_id,
-               link=resource_keywords)),
+               link=resource_keywords, family="keyword")),
           order=6, config={"order": 6, "type": "select"}),
     Facet("region", "filter{regions.code.in}", "Region", "place", ReferenceCounter(
         Target(Region, Region.code, Region.name, resource_regions.c.region_id,
-               link=resource_regions)),
+               link=resource_regions, family="region")),
           order=7, config={"order": 7, "type": "select"}),
     Facet("owner", "filter{owner.pk.in}", "Owner", "user", ReferenceCounter(
-        Target(User, User.id, User.username, Resource.owner_id, key_kind=int)),
+        Target(User, User.id, User.username, Resource.owner_id, key_kind=int, family="owner")),
           order=8, config={"order": 8, "type": "select"}),
     Facet("group", "filter{group.in}", "Group", "group", ReferenceCounter(
         Target(Group, Group.id, Group.name, Resource.group_id, key_kind=int,
-               scope=_visible_groups)),
+               scope=_visible_groups, family="group")),
           order=9, config={"order": 9, "type": "select"}),
 )
 BY_NAME = {f.name: f for f in STATIC_FACETS}
@@ -399,10 +440,19 @@ def _int(raw: str | None, param: str, default: int, low: int, high: int) -> int:
 
 
 def count_topics(ctx: ListContext, facet: Facet, tq: TopicQuery,
-                 clauses: Sequence[ColumnElement] | None = None) -> TopicPage:
+                 clauses: Sequence[ColumnElement] | None = None, indexed: Any = None) -> TopicPage:
     if clauses is None:
         clauses = resource_clauses(ctx)
-    return facet.counter.topics(ctx.session, clauses, ctx.principal, tq)
+        indexed = index_counts(ctx, [facet])
+    return facet.counter.topics(ctx.session, clauses, ctx.principal, tq, indexed)
+
+
+def index_counts(ctx: ListContext, facets: Sequence[Facet]) -> Any:
+    """The catalogue index's counts for these facets over the request's scope, or None (the
+    facets count in SQL): one reading of the index for all of them."""
+    if ctx.counts is None:
+        return None
+    return ctx.counts.facet_counts(ctx, sorted({f.counter.family for f in facets}))
 
 
 def list_facets(ctx: ListContext, *, include_topics: bool) -> list[tuple[Facet, TopicPage | None]]:
@@ -411,9 +461,10 @@ def list_facets(ctx: ListContext, *, include_topics: bool) -> list[tuple[Facet, 
     if not include_topics:
         return [(f, None) for f in facets]
     clauses = resource_clauses(ctx)
+    indexed = index_counts(ctx, facets)
     # The list shows each facet's first page; paging and key/topic_contains are per facet.
     tq = TopicQuery(lang=request_lang(ctx))
-    return [(f, count_topics(ctx, f, tq, clauses)) for f in facets]
+    return [(f, count_topics(ctx, f, tq, clauses, indexed)) for f in facets]
 
 
 def get_facet(ctx: ListContext, name: str) -> tuple[Facet, TopicPage, TopicQuery]:

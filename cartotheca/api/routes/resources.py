@@ -32,7 +32,7 @@ from cartotheca.api.schemas.permissions import resource_types_body
 from cartotheca.api.schemas.resources import RecordContext, records, select_fields
 from cartotheca.catalogue import resource_lifecycle
 from cartotheca.catalogue import resources as catalogue
-from cartotheca.catalogue.query import FieldMap, Listing, resource_list
+from cartotheca.catalogue.query import FieldMap, FilterTerm, Listing, resource_list
 from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Resource
@@ -96,6 +96,12 @@ class ResourceRoutes:
     def base(self) -> list:
         return [Resource.resource_type.in_(self.types)] if self.types else []
 
+    def base_terms(self) -> list[FilterTerm]:
+        """``base`` in the query language, for the catalogue index's exact totals."""
+        if not self.types:
+            return []
+        return [FilterTerm("resource_type", "resource_type", "in", False, tuple(self.types))]
+
     def records(self, db, listing: Listing, ctx: RecordContext, *,
                 detail: bool = False) -> list[dict[str, Any]]:
         """The wire records of ``listing``; typed collections add their extra fields here."""
@@ -135,17 +141,20 @@ class ResourceRoutes:
         def list_items(request: Request, db: ReadDbDep, principal: PrincipalDep,
                        settings: SettingsDep, params: ListParamsDep) -> JSON:
             ctx = list_context(request, db, principal)
-            listing = resource_list.list_resources(ctx, base=self.base(), fields=self.fields)
+            listing = resource_list.list_resources(ctx, base=self.base(), fields=self.fields,
+                                                   base_terms=self.base_terms())
             return self.page(request, db, listing, self.record_context(settings, principal), params)
 
         if self.prefix != "resources":
             return
 
         def flagged(flag):
+            term = FilterTerm(flag.key, flag.key, "eq", False, ("true",))
+
             def view(request: Request, db: ReadDbDep, principal: PrincipalDep,
                      settings: SettingsDep, params: ListParamsDep) -> JSON:
                 ctx = list_context(request, db, principal)
-                listing = resource_list.list_resources(ctx, base=[flag.is_(True)])
+                listing = resource_list.list_resources(ctx, base=[flag.is_(True)], base_terms=[term])
                 return self.page(request, db, listing, self.record_context(settings, principal), params)
             return view
 

@@ -8,10 +8,10 @@ few lists that exist only in memory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy import inspect as sa_inspect
@@ -21,7 +21,7 @@ from sqlalchemy.sql.base import ExecutableOption
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query.compile import compile_term, order_by, search_clause
 from cartotheca.catalogue.query.fields import FieldMap
-from cartotheca.catalogue.query.request import ListQuery, Page, parse_page
+from cartotheca.catalogue.query.request import FilterTerm, ListQuery, Page, parse_page
 from cartotheca.errors import InvalidQuery, NotFound
 from cartotheca.settings import Settings
 
@@ -41,6 +41,16 @@ class Listing:
     has_next: bool | None = None  # known without a count: one row past the page was asked for
 
 
+class ExactCounts(Protocol):
+    """Exact totals and facet counts from somewhere faster than a COUNT (the process's
+    catalogue index, given by the composition root); None from either means: count in SQL."""
+
+    def list_total(self, ctx: ListContext, fields: FieldMap, base_terms: Sequence[FilterTerm]
+                   ) -> int | None: ...
+
+    def facet_counts(self, ctx: ListContext, families: Sequence[str]) -> Any: ...
+
+
 @dataclass(frozen=True)
 class ListContext:
     """Who asks, with what settings, and the request's query parameters."""
@@ -50,6 +60,7 @@ class ListContext:
     settings: Settings
     params: Mapping[str, list[str]]
     items: Sequence[tuple[str, str]]
+    counts: ExactCounts | None = None
 
     @cached_property
     def query(self) -> ListQuery:
@@ -76,12 +87,14 @@ class ListContext:
 
 def page(session: Session, stmt: Select[Any], query: ListQuery, fields: FieldMap, *,
          where: Sequence[ColumnElement[bool]] = (), load: Sequence[ExecutableOption] = (),
-         counted: bool = True) -> Listing:
+         counted: bool = True, total: Callable[[], int | None] | None = None) -> Listing:
     """One page of ``stmt`` narrowed by ``where`` and the request's filters and search.
 
     With ``load`` the page's ids are read first and then their rows with those loads; with
     ``counted=False`` (``total=false``) no count is made and one row past the page says
-    whether a next page exists.
+    whether a next page exists. ``total`` may give the exact count instead of a COUNT
+    statement (None from it: count in SQL); it is asked after the filters compiled, so a
+    malformed request is refused the same way either way.
     """
     clauses = [*where, *(compile_term(term, fields) for term in query.filters)]
     searched = search_clause(query.search, query.search_fields, fields)
@@ -92,13 +105,15 @@ def page(session: Session, stmt: Select[Any], query: ListQuery, fields: FieldMap
     order = order_by(query.sort, fields)
     if not counted:
         return _uncounted(session, stmt.order_by(*order), query.page, load)
-    return _counted(session, stmt, order, query.page, load)
+    known = total() if total is not None else None
+    return _counted(session, stmt, order, query.page, load, known)
 
 
 def _counted(session: Session, stmt: Select[Any], order: Sequence[Any], wanted: Page,
-             load: Sequence[ExecutableOption]) -> Listing:
-    """Count, then fetch one page: two statements (three with ``load``)."""
-    total = session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
+             load: Sequence[ExecutableOption], known: int | None = None) -> Listing:
+    """Count (unless ``known``), then fetch one page: two statements (three with ``load``)."""
+    total = known if known is not None else \
+        session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0
     number = _page_number(total, wanted)
     stmt = stmt.order_by(*order)
     if wanted.size is not None:

@@ -8,7 +8,8 @@ a page of resources is read with.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Column, ColumnElement, Select, and_, column, func, or_, select, table
@@ -19,7 +20,7 @@ from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query.compile import compile_filters, compile_search
 from cartotheca.catalogue.query.fields import Field, FieldMap, strict_bool
 from cartotheca.catalogue.query.paging import ListContext, Listing, page
-from cartotheca.catalogue.query.request import first, parse_extent
+from cartotheca.catalogue.query.request import FilterTerm, first, parse_extent
 from cartotheca.db.models import (
     Category,
     ContactRole,
@@ -208,11 +209,19 @@ def extent_clause(session: Session, boxes: Sequence[tuple[float, float, float, f
 
 
 def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement[bool]] = (),
-                   fields: FieldMap = RESOURCE_FIELDS) -> Listing:
-    """A page of the resources the requester may see, with their perms and favourites."""
+                   fields: FieldMap = RESOURCE_FIELDS,
+                   base_terms: Sequence[FilterTerm] | None = None) -> Listing:
+    """A page of the resources the requester may see, with their perms and favourites.
+
+    ``base_terms`` says ``base`` again in the query language, for the exact counts of
+    ``ctx.counts``; without it a list with a ``base`` is counted in SQL.
+    """
     query = ctx.query
+    total: Callable[[], int | None] | None = None
+    if ctx.counts is not None and (base_terms is not None or not base):
+        total = partial(ctx.counts.list_total, ctx, fields, base_terms or ())
     listing = page(ctx.session, select(Resource), query, fields, where=[*base, *resource_scope(ctx)],
-                   load=LOAD_OPTIONS, counted=query.wants_total())
+                   load=LOAD_OPTIONS, counted=query.wants_total(), total=total)
     return decorate(ctx.session, ctx.principal, listing)
 
 

@@ -16,6 +16,7 @@ from cartotheca.db.models.admin import (
     UploadSizeLimit,
     UploadSlot,
 )
+from cartotheca.db.models.changes import resource_change_trims, resource_changes
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.documents import Document
 from cartotheca.db.models.events import Delivery, Notice
@@ -116,6 +117,8 @@ __all__ = [
     "UploadSlot",
     "User",
     "WebSession",
+    "resource_change_trims",
+    "resource_changes",
     "resource_keywords",
     "resource_regions",
     "resource_tkeywords",
