@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from cartotheca.catalogue.index.bitmaps import Bitmaps
 from cartotheca.catalogue.index.build import build
@@ -98,28 +98,33 @@ class CatalogueIndex:
     # -- reading ---------------------------------------------------------------------------
 
     @contextmanager
-    def fresh(self) -> Iterator[Bitmaps | None]:
-        """The bitmaps as of now (held under the lock while the caller counts), or None."""
-        with self._lock:
-            yield self._catch_up()
+    def fresh(self, conn: Connection) -> Iterator[Bitmaps | None]:
+        """The bitmaps as of now (held under the lock while the caller counts), or None.
 
-    def _catch_up(self) -> Bitmaps | None:
+        The poll is made on ``conn``, the request's own connection: it stands in for the
+        COUNT the request would otherwise make, and takes no second connection from the pool.
+        Changed resources are re-read on the index's own connection.
+        """
+        with self._lock:
+            yield self._catch_up(conn)
+
+    def _catch_up(self, conn: Connection) -> Bitmaps | None:
         if self.bitmaps is None:
             return None
-        with self.engine.connect() as conn:
-            limit = self.settings.CATALOGUE_INDEX_MAX_PENDING
-            poll = self.feed.poll(conn, limit)
-            if poll.trimmed_past or len(poll.entries) > limit:
-                # Far behind (or changes lost): SQL answers until the rebuild is swapped in.
-                if poll.trimmed_past:
-                    self.bitmaps = None
-                self._wanted.set()
-                return None
-            changed = poll.resource_ids
-            if changed:
-                facts = read_facts(conn, changed)
-                for rid in changed:
-                    self.bitmaps.set_resource(rid, facts.get(rid))
-            self.feed.advance(poll)
-            conn.rollback()
+        limit = self.settings.CATALOGUE_INDEX_MAX_PENDING
+        poll = self.feed.poll(conn, limit)
+        if poll.trimmed_past or len(poll.entries) > limit:
+            # Far behind (or changes lost): SQL answers until the rebuild is swapped in.
+            if poll.trimmed_past:
+                self.bitmaps = None
+            self._wanted.set()
+            return None
+        changed = poll.resource_ids
+        if changed:
+            with self.engine.connect() as own:
+                facts = read_facts(own, changed)
+                own.rollback()
+            for rid in changed:
+                self.bitmaps.set_resource(rid, facts.get(rid))
+        self.feed.advance(poll)
         return self.bitmaps

@@ -82,7 +82,9 @@ def _counted(b: Bitmaps, ctx: ListContext, scope: Scope, ids: BitMap | bool,
 def list_total(index: CatalogueIndex, ctx: ListContext, fields: FieldMap,
                base_terms: Sequence[FilterTerm]) -> int | None:
     """The exact ``total`` of a resource list, or None (count in SQL)."""
-    if not index.ready:
+    if not index.ready or first(ctx.params, "favorite") is not None:
+        # A user's favourites are few: SQL counts them cheaply in one statement, where the
+        # index would need their ids and a poll (two).
         return None
     query = ctx.query
     scope = _scope(ctx, query.filters, query.search, query.search_fields, fields)
@@ -90,7 +92,7 @@ def list_total(index: CatalogueIndex, ctx: ListContext, fields: FieldMap,
     if ids is None:
         return None
     base = [(t, resolve(ctx.session, t)) for t in base_terms]
-    with index.fresh() as b:
+    with index.fresh(ctx.session.connection()) as b:
         if b is None:
             return None
         return len(_counted(b, ctx, scope, ids, base))
@@ -107,7 +109,7 @@ def facet_counts(index: CatalogueIndex, ctx: ListContext, families: Sequence[str
         # A facet costs one statement in SQL; an id set or a resolved name would make it two.
         return None
     limit = index.settings.CATALOGUE_INDEX_MAX_TOPICS
-    with index.fresh() as b:
+    with index.fresh(ctx.session.connection()) as b:
         if b is None:
             return None
         if any(len(b.by[f]) > limit for f in families if f in REFERENCE_FAMILIES):
