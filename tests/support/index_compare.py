@@ -20,10 +20,14 @@ from cartotheca.db.models import User
 from tests.support.catalogue_changes import FACET_QUERIES, LIST_QUERIES, Cast
 
 
+def superuser_of(db: Session, app) -> Principal:
+    admin = db.scalar(select(User).where(User.username == "admin"))
+    return principal_for(db, admin, app.state.cartotheca.groups, "basic")
+
+
 def requesters(db: Session, app, cast: Cast) -> dict[str, Principal]:
     groups = app.state.cartotheca.groups
-    admin = db.scalar(select(User).where(User.username == "admin"))
-    out = {"anonymous": anonymous(groups), "superuser": principal_for(db, admin, groups, "basic")}
+    out = {"anonymous": anonymous(groups), "superuser": superuser_of(db, app)}
     for user in cast.users:
         out[user.username] = principal_for(db, user, groups, "basic")
     return out
