@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from contextlib import asynccontextmanager
 
@@ -225,7 +226,13 @@ def build_index(settings: Settings) -> CatalogueIndex | None:
     if not settings.CATALOGUE_INDEX_ENABLED:
         return None
     pool = PoolSize(INDEX_CONNECTIONS, 0, background_pool(settings).timeout)
-    return CatalogueIndex(make_engine(settings, pool), settings)
+    return CatalogueIndex(make_engine(settings, pool), settings, on_built=_report_build)
+
+
+def _report_build(resources: int, seconds: float) -> None:
+    # The server's own log (uvicorn's), where an operator sees when exact counts get fast.
+    logging.getLogger("uvicorn.error").info("catalogue index built: %d resources in %.2f s",
+                                             resources, seconds)
 
 
 def start_backend(tasks: Engine) -> Backend:

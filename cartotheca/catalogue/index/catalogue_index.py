@@ -31,8 +31,9 @@ class CatalogueIndex:
     """The visibility and facet index of one server process."""
 
     def __init__(self, engine: Engine, settings: Settings,
-                 load: Callable[[Engine], tuple[Bitmaps, int]] = build):
-        self.engine, self.settings, self.load = engine, settings, load
+                 load: Callable[[Engine], tuple[Bitmaps, int]] = build,
+                 on_built: Callable[[int, float], None] | None = None):
+        self.engine, self.settings, self.load, self.on_built = engine, settings, load, on_built
         self.bitmaps: Bitmaps | None = None
         self.feed = Feed()
         self._lock = threading.Lock()
@@ -74,6 +75,7 @@ class CatalogueIndex:
 
     def rebuild(self) -> bool:
         """Build from the database (streamed), then swap it in."""
+        started = time.monotonic()
         try:
             bitmaps, watermark = self.load(self.engine)
         except Exception:
@@ -83,6 +85,8 @@ class CatalogueIndex:
             self.bitmaps = bitmaps
             self.feed.start_at(watermark)
             self.builds += 1
+        if self.on_built is not None:
+            self.on_built(len(bitmaps.all), time.monotonic() - started)
         return True
 
     def wait_ready(self, timeout: float = 30.0) -> bool:
