@@ -218,6 +218,7 @@ class Settings(BaseSettings):
     CATALOGUE_INDEX_MAX_TOPICS: int = Field(default=20000, ge=0)
     CATALOGUE_INDEX_RETENTION: float = Field(default=3600.0, gt=0)
     CATALOGUE_INDEX_TRIM_INTERVAL: float = Field(default=60.0, gt=0)
+    CATALOGUE_INDEX_SNAPSHOT_INTERVAL: float = Field(default=300.0, ge=0)
 
     # Execution engine: "inprocess" (worker threads in the server) or "celery" (cartotheca worker)
     TASK_BACKEND: str = "inprocess"

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine
 
+from cartotheca.catalogue.index import snapshot
 from cartotheca.catalogue.index.bitmaps import Bitmaps
 from cartotheca.catalogue.index.build import build
 from cartotheca.catalogue.index.facts import read_facts
@@ -61,17 +62,57 @@ class CatalogueIndex:
         self._thread = None
 
     def _run(self) -> None:
+        interval = self.settings.CATALOGUE_INDEX_SNAPSHOT_INTERVAL
+        if self.bitmaps is None and interval > 0 and self.load_snapshot():
+            self._wanted.clear()
         next_trim = time.monotonic() + self.settings.CATALOGUE_INDEX_TRIM_INTERVAL
+        next_snapshot = time.monotonic() + interval
         while not self._stop.is_set():
             if self._wanted.wait(timeout=1.0) and not self._stop.is_set():
                 self._wanted.clear()
                 self.rebuild()
-            if time.monotonic() >= next_trim and not self._stop.is_set():
-                next_trim = time.monotonic() + self.settings.CATALOGUE_INDEX_TRIM_INTERVAL
-                try:
-                    trim(self.engine, self.settings.CATALOGUE_INDEX_RETENTION)
-                except Exception:
-                    log.exception("trimming the resource change feed failed")
+            now = time.monotonic()
+            if now >= next_trim and not self._stop.is_set():
+                next_trim = now + self.settings.CATALOGUE_INDEX_TRIM_INTERVAL
+                self._quietly(lambda: trim(self.engine, self.settings.CATALOGUE_INDEX_RETENTION),
+                              "trimming the resource change feed failed")
+            if interval > 0 and now >= next_snapshot and not self._stop.is_set():
+                next_snapshot = now + interval
+                self._quietly(self.write_snapshot, "writing the catalogue index snapshot failed")
+
+    @staticmethod
+    def _quietly(action: Callable[[], object], failure: str) -> None:
+        try:
+            action()
+        except Exception:
+            log.exception(failure)
+
+    def load_snapshot(self) -> bool:
+        """Start from the stored snapshot (the polls replay what came after it)."""
+        started = time.monotonic()
+        try:
+            stored = snapshot.load(self.engine)
+        except Exception:
+            log.exception("loading the catalogue index snapshot failed")
+            return False
+        if stored is None:
+            return False
+        bitmaps, watermark = stored
+        with self._lock:
+            self.bitmaps = bitmaps
+            self.feed.start_at(watermark)
+        if self.on_built is not None:
+            self.on_built(len(bitmaps.all), time.monotonic() - started)
+        return True
+
+    def write_snapshot(self) -> bool:
+        """Store this process's bitmaps and watermark, unless another process just did."""
+        with self._lock:
+            if self.bitmaps is None:
+                return False
+            data, watermark = snapshot.dumps(self.bitmaps), self.feed.watermark
+        return snapshot.write(self.engine, data, watermark,
+                              self.settings.CATALOGUE_INDEX_SNAPSHOT_INTERVAL)
 
     def rebuild(self) -> bool:
         """Build from the database (streamed), then swap it in."""

@@ -16,7 +16,11 @@ from cartotheca.db.models.admin import (
     UploadSizeLimit,
     UploadSlot,
 )
-from cartotheca.db.models.changes import resource_change_trims, resource_changes
+from cartotheca.db.models.changes import (
+    catalogue_index_snapshots,
+    resource_change_trims,
+    resource_changes,
+)
 from cartotheca.db.models.datasets import Dataset, DatasetAttribute, Style, Upload
 from cartotheca.db.models.documents import Document
 from cartotheca.db.models.events import Delivery, Notice
@@ -117,6 +121,7 @@ __all__ = [
     "UploadSlot",
     "User",
     "WebSession",
+    "catalogue_index_snapshots",
     "resource_change_trims",
     "resource_changes",
     "resource_keywords",

@@ -8,7 +8,7 @@ index has not read yet.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, Table, func
+from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Table, func
 
 CHANGES_METADATA = MetaData()
 
@@ -32,4 +32,15 @@ resource_change_trims = Table(
     CHANGES_METADATA,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("upto", BigInteger, nullable=False),
+)
+
+# One row: the last snapshot of an index (serialized bitmaps) and the watermark it is exact at;
+# ``written`` doubles as the lease that lets one process write it per interval.
+catalogue_index_snapshots = Table(
+    "catalogue_index_snapshots",
+    CHANGES_METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("watermark", BigInteger, nullable=False),
+    Column("written", DateTime, nullable=False),
+    Column("data", LargeBinary),
 )

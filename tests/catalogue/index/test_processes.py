@@ -60,7 +60,7 @@ def test_two_processes_answer_as_sql_after_every_write(db, settings, spawn, make
             for name, headers in who.items():
                 expected = answers(sql.get, headers)
                 for server, base in servers:
-                    got = answers(lambda path, **kw: http.get(base + path, **kw), headers)
+                    got = answers(lambda path, base=base, **kw: http.get(base + path, **kw), headers)
                     assert got == expected, f"{name} at {base}\n{server.log()[-2000:]}"
     for server, _base in servers:
         assert "Traceback" not in server.log()

@@ -1,4 +1,5 @@
-"""the resource change feed: triggers append (seq, resource_id, xid) in the writer's transaction
+"""the resource change feed: triggers append (seq, resource_id, xid) in the writer's transaction;
+the catalogue index's shared snapshot
 
 Revision ID: 0013
 Revises: 0012
@@ -40,6 +41,15 @@ def upgrade() -> None:
         sa.Column("upto", sa.BigInteger(), nullable=False),
     )
     op.execute("INSERT INTO resource_change_trims (id, upto) VALUES (1, 0)")
+    op.create_table(
+        "catalogue_index_snapshots",
+        sa.Column("id", sa.Integer(), primary_key=True, autoincrement=False),
+        sa.Column("watermark", sa.BigInteger(), nullable=False),
+        sa.Column("written", sa.DateTime(), nullable=False),
+        sa.Column("data", sa.LargeBinary()),
+    )
+    op.execute("INSERT INTO catalogue_index_snapshots (id, watermark, written) "
+               "VALUES (1, 0, '2000-01-01 00:00:00')")
     if op.get_bind().dialect.name == "postgresql":
         _postgresql_triggers()
     else:
@@ -127,6 +137,7 @@ def downgrade() -> None:
         names += [f"{link}_{s}" for link in LINKS for s in ("ai", "ad", "au")]
         for name in names:
             op.execute(f"DROP TRIGGER IF EXISTS resource_changes_{name}")
+    op.drop_table("catalogue_index_snapshots")
     op.drop_table("resource_change_trims")
     op.drop_index("ix_resource_changes_created", table_name="resource_changes")
     op.drop_table("resource_changes")
