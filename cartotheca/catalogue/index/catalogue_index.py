@@ -50,7 +50,8 @@ class CatalogueIndex:
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
-        self._wanted.set()
+        if self.bitmaps is None:
+            self._wanted.set()
         self._thread = threading.Thread(target=self._run, name="catalogue-index", daemon=True)
         self._thread.start()
 
@@ -60,6 +61,9 @@ class CatalogueIndex:
         if self._thread is not None:
             self._thread.join(timeout=30)
         self._thread = None
+        self._wanted.clear()  # set only to wake the thread; a later start builds if need be
+        # Its pooled connections go with the served app; a later start opens new ones.
+        self.engine.dispose()
 
     def _run(self) -> None:
         interval = self.settings.CATALOGUE_INDEX_SNAPSHOT_INTERVAL
