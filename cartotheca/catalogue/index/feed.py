@@ -79,7 +79,8 @@ class Feed:
         ready = [seq for seq, at in self.remembered if at <= xmin]
         if ready:
             self.watermark = max(self.watermark, *ready)
-            self.remembered = [(seq, at) for seq, at in self.remembered if at > xmin]
+            self.remembered = [(seq, at) for seq, at in self.remembered
+                               if at > xmin and seq > self.watermark]
         if seen is not None and seen > self.watermark:
             self.remembered.append((seen, xmax))
 
@@ -96,7 +97,13 @@ def snapshot_bounds(conn: Connection):
 
 
 def settled_head(conn: Connection) -> tuple[int, int, int]:
-    """(max seq, xmin, xmax) now: a build starts from max seq once no older writer is running."""
+    """(head, xmin, xmax) now: a build starts from the head once no older writer is running.
+
+    The head is the highest seq, or the trim mark when a trim emptied the table (seqs are never
+    reused, so nothing at or below it can appear any more).
+    """
     xmin, xmax = snapshot_bounds(conn)
-    row = conn.execute(select(func.coalesce(func.max(changes.seq), 0), xmin, xmax)).one()
-    return int(row[0]), int(row[1]), int(row[2])
+    trimmed = select(resource_change_trims.c.upto).where(resource_change_trims.c.id == 1) \
+        .scalar_subquery()
+    row = conn.execute(select(func.coalesce(func.max(changes.seq), 0), trimmed, xmin, xmax)).one()
+    return max(int(row[0]), int(row[1] or 0)), int(row[2]), int(row[3])
