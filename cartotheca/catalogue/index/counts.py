@@ -55,7 +55,12 @@ def _scope(ctx: ListContext, terms: Sequence[FilterTerm], search: tuple[str, ...
     if searched is not None:
         clauses.append(searched)
     clauses.extend(resource_scope(ctx)[1:])  # favourites and extent; [0] is the visibility
-    return Scope([(t, resolve(ctx.session, t)) for t in mine], clauses)
+    return Scope(list(zip(mine, resolve(ctx.session, mine), strict=True)), clauses)
+
+
+def _asks_scope(ctx: ListContext) -> bool:
+    """Favourites or extent: clauses of ``resource_scope`` beyond the visibility."""
+    return first(ctx.params, "favorite") is not None or bool(ctx.params.get("extent"))
 
 
 def _ids(ctx: ListContext, index: CatalogueIndex, clauses: list[ColumnElement[bool]]
@@ -69,10 +74,9 @@ def _ids(ctx: ListContext, index: CatalogueIndex, clauses: list[ColumnElement[bo
     return None if len(ids) > limit else BitMap(ids)
 
 
-def _counted(b: Bitmaps, ctx: ListContext, scope: Scope, ids: BitMap | bool,
-             base: Sequence[tuple[FilterTerm, list[Any]]] = ()) -> BitMap:
+def _counted(b: Bitmaps, ctx: ListContext, scope: Scope, ids: BitMap | bool) -> BitMap:
     counted = visible_set(b, ctx.principal, ctx.settings, first(ctx.params, "advertised"))
-    for term, values in [*base, *scope.terms]:
+    for term, values in scope.terms:
         counted &= term_set(b, term, values)
     if isinstance(ids, BitMap):
         counted &= ids
@@ -91,11 +95,13 @@ def list_total(index: CatalogueIndex, ctx: ListContext, fields: FieldMap,
     ids = _ids(ctx, index, scope.clauses)
     if ids is None:
         return None
-    base = [(t, resolve(ctx.session, t)) for t in base_terms]
+    # The collection's own terms (types, a flag) read RESOURCE_FIELDS whatever ``fields`` is;
+    # they name no reference table, so resolving them makes no statement.
+    scope.terms[:0] = zip(base_terms, resolve(ctx.session, base_terms), strict=True)
     with index.fresh(ctx.session.connection()) as b:
         if b is None:
             return None
-        return len(_counted(b, ctx, scope, ids, base))
+        return len(_counted(b, ctx, scope, ids))
 
 
 def facet_counts(index: CatalogueIndex, ctx: ListContext, families: Sequence[str]) -> FacetCounts | None:
@@ -103,11 +109,13 @@ def facet_counts(index: CatalogueIndex, ctx: ListContext, families: Sequence[str
     request's scope, as the facets' grouped SQL counts would find them; or None."""
     if not index.ready:
         return None
-    scope = _scope(ctx, filter_terms(ctx.items), search_terms(ctx.params),
-                   tuple(ctx.params.get("search_fields") or ()), RESOURCE_FIELDS)
-    if scope.clauses or any(t.path in RESOLVED for t, _ in scope.terms):
+    terms = filter_terms(ctx.items)
+    search = search_terms(ctx.params)
+    mine, rest = split_terms(terms, RESOURCE_FIELDS)
+    if rest or search or any(t.path in RESOLVED for t in mine) or _asks_scope(ctx):
         # A facet costs one statement in SQL; an id set or a resolved name would make it two.
         return None
+    scope = _scope(ctx, terms, search, (), RESOURCE_FIELDS)
     limit = index.settings.CATALOGUE_INDEX_MAX_TOPICS
     with index.fresh(ctx.session.connection()) as b:
         if b is None:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pyroaring import BitMap
-from sqlalchemy import select
+from sqlalchemy import literal, select, union_all
 from sqlalchemy.orm import Session
 
 from cartotheca.catalogue.index.bitmaps import Bitmaps
@@ -67,15 +67,19 @@ def _values(term: FilterTerm, kind: type) -> list[Any]:
     return [convert(term.values[0], kind, term.param)]
 
 
-def resolve(session: Session, term: FilterTerm) -> list[Any]:
-    """The term's values; for a name compared on a reference table, the ids it matches there
-    (one small statement, made before the index is locked)."""
-    spec = RESOURCE_FIELDS.fields[term.path]
-    values = _values(term, spec.kind)
-    if term.path in RESOLVED and values:
-        pk, column, _family = RESOLVED[term.path]
-        return list(session.scalars(select(pk).where(column.in_(values))).all())
-    return values
+def resolve(session: Session, terms: Sequence[FilterTerm]) -> list[list[Any]]:
+    """Each term's values; for names compared on a reference table, the ids they match there,
+    all found in one small statement (made before the index is locked)."""
+    values = [_values(t, RESOURCE_FIELDS.fields[t.path].kind) for t in terms]
+    lookups = [select(literal(i).label("term"), RESOLVED[t.path][0].label("id"))
+               .where(RESOLVED[t.path][1].in_(values[i]))
+               for i, t in enumerate(terms) if t.path in RESOLVED and values[i]]
+    if not lookups:
+        return [[] if t.path in RESOLVED else v for t, v in zip(terms, values, strict=True)]
+    found: dict[int, list[Any]] = {}
+    for i, resolved_id in session.execute(union_all(*lookups) if len(lookups) > 1 else lookups[0]):
+        found.setdefault(i, []).append(resolved_id)
+    return [found.get(i, []) if t.path in RESOLVED else values[i] for i, t in enumerate(terms)]
 
 
 def term_set(b: Bitmaps, term: FilterTerm, values: list[Any]) -> BitMap:
