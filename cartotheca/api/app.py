@@ -221,8 +221,9 @@ INDEX_CONNECTIONS = 2
 
 
 def build_index(settings: Settings) -> CatalogueIndex | None:
-    """The process's catalogue index, on an engine of its own: its polls and builds never
-    wait for (or take) a request's connection."""
+    """The process's catalogue index. Its polls go through the request's own connection (they
+    stand for the COUNT); builds, trims, snapshots and re-reads of changed resources through an
+    engine of its own, counted in the process's connection budget."""
     if not settings.CATALOGUE_INDEX_ENABLED:
         return None
     pool = PoolSize(INDEX_CONNECTIONS, 0, background_pool(settings).timeout)
