@@ -11,12 +11,12 @@ catalogue API.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 
+from cartotheca.api.loop_limiter import LoopLimiter
 from cartotheca.settings import Settings
 
 
@@ -28,8 +28,7 @@ class Bulkhead:
     def __init__(self, concurrency: int, queue: int, wait_seconds: float):
         self.concurrency, self.queue, self.wait_seconds = concurrency, queue, wait_seconds
         self.waiting = 0
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._slots = LoopLimiter(concurrency)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Bulkhead:
@@ -37,12 +36,12 @@ class Bulkhead:
 
     @property
     def running(self) -> int:
-        return 0 if self._limiter is None else self._limiter.borrowed_tokens
+        return self._slots.borrowed
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one of the slots for the block; ``Overloaded`` if none is had in time."""
-        limiter = self._current()
+        limiter = self._slots.current()
         token = object()  # one borrower per request (the limiter counts borrowers, not tasks)
         try:
             limiter.acquire_on_behalf_of_nowait(token)
@@ -66,11 +65,3 @@ class Bulkhead:
             self.waiting -= 1
         if not acquired:
             raise Overloaded()
-
-    def _current(self) -> anyio.CapacityLimiter:
-        # A limiter belongs to the event loop it was made in; a test client may run the app in
-        # a new loop each time, a server in one for its whole life.
-        loop = asyncio.get_running_loop()
-        if self._limiter is None or self._loop is not loop:
-            self._limiter, self._loop = anyio.CapacityLimiter(self.concurrency), loop
-        return self._limiter

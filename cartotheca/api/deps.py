@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
 import anyio.to_thread
 import orjson
-from anyio import CapacityLimiter
 from fastapi import Depends, Query, Request
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from cartotheca import xmlsafe
 from cartotheca.api.bulkhead import Bulkhead
+from cartotheca.api.loop_limiter import LoopLimiter
 from cartotheca.catalogue import auth, query
 from cartotheca.catalogue.auth import InternalGroups, Principal
 from cartotheca.catalogue.kinds import Kinds
@@ -38,6 +38,11 @@ CSRF_COOKIE = "csrftoken"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
+# Closing a session is one ROLLBACK: quick, but blocking, and a database that hangs must not
+# freeze the event loop; these few threads do it without queueing behind request work.
+CLOSING_THREADS = 8
+
+
 @dataclass
 class AppState:
     settings: Settings
@@ -50,14 +55,8 @@ class AppState:
     bulkhead: Bulkhead | None = None  # heavy map-server requests at once (None: no bound)
     read_sessions: sessionmaker[Session] | None = None  # autocommit: for routes that only read
     counts: ExactCounts | None = None  # exact totals and facets from the catalogue index
-    # Threads that only close sessions still holding a connection (made on first use: a
-    # limiter belongs to a running event loop).
-    closing_lane: CapacityLimiter | None = None
-
-
-# Closing a session is one ROLLBACK: quick, but blocking, and a database that hangs must not
-# freeze the event loop; these few threads do it without queueing behind request work.
-CLOSING_THREADS = 8
+    # Threads that only close sessions still holding a connection (``close_session``).
+    closing_lane: LoopLimiter = field(default_factory=lambda: LoopLimiter(CLOSING_THREADS))
 
 
 async def close_session(request: Request, session: Session) -> None:
@@ -66,10 +65,7 @@ async def close_session(request: Request, session: Session) -> None:
     if not session.in_transaction():
         session.close()
         return
-    state = app_state(request)
-    if state.closing_lane is None:
-        state.closing_lane = CapacityLimiter(CLOSING_THREADS)
-    await anyio.to_thread.run_sync(session.close, limiter=state.closing_lane)
+    await anyio.to_thread.run_sync(session.close, limiter=app_state(request).closing_lane.current())
 
 
 def app_state(request: Request) -> AppState:
@@ -94,7 +90,7 @@ def get_settings(request: Request) -> Settings:
 
 async def settings_of(request: Request) -> Settings:
     """``get_settings`` as a dependency, resolved on the event loop (no trip to a thread)."""
-    return app_state(request).settings
+    return get_settings(request)
 
 
 async def get_kinds(request: Request) -> Kinds:
