@@ -307,7 +307,6 @@ class ResourceTypeCounter(Counter):
             topic.extra.get("items", []).sort(key=lambda t: (-t.count, t.key))
         return paged(sorted(tree.values(), key=lambda t: (-t.count, t.key)), tq)
 
-
     def grouped(self, session: Session, clauses: Sequence[ColumnElement], tq: TopicQuery) -> list:
         # The (type, created) index has no subtype: the covering index serves even a superuser.
         rtype = grouping(session, Resource.resource_type, clauses, covered=False)
