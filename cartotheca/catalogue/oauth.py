@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
+import string
 from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
@@ -40,6 +41,10 @@ DEFAULT_SCOPES = ("openid", "read", "write")
 GRANT_TYPES = ("password", "client_credentials")
 CLIENT_TYPES = ("confidential", "public")
 NAME_MAX_LENGTH = 255
+# Letters and digits only, as GeoNode's OAuth toolkit makes them: an identifier that
+# could start with "-" would be read as an option by command-line tools.
+CLIENT_ID_ALPHABET = string.ascii_letters + string.digits
+CLIENT_ID_LENGTH = 40
 
 
 def create_application(session: Session, *, name: str, user: User | None = None,
@@ -63,7 +68,7 @@ def create_application(session: Session, *, name: str, user: User | None = None,
         redirect_uris = " ".join(_checked_redirect_uri(uri) for uri in redirect_uris)
     secret = secrets.token_urlsafe(36) if client_type == "confidential" else None
     app = OAuthApplication(
-        name=name, client_id=secrets.token_urlsafe(30), client_type=client_type,
+        name=name, client_id=_new_client_id(), client_type=client_type,
         client_secret=auth.hash_password(secret) if secret else None,
         authorization_grant_type=" ".join(kinds), redirect_uris=redirect_uris,
         user_id=user.id if user else None,
@@ -71,6 +76,10 @@ def create_application(session: Session, *, name: str, user: User | None = None,
     session.add(app)
     session.flush()
     return app, secret
+
+
+def _new_client_id() -> str:
+    return "".join(secrets.choice(CLIENT_ID_ALPHABET) for _ in range(CLIENT_ID_LENGTH))
 
 
 def _checked_redirect_uri(uri: str) -> str:

@@ -142,3 +142,13 @@ def test_create_application(db):
     with pytest.raises(InvalidInput):
         oauth.create_application(db, name="x", client_type="public", grant_types=["client_credentials"])
     db.rollback()
+
+
+def test_client_ids_are_letters_and_digits(db):
+    # A client id is typed on command lines: one starting with "-" reads as an option.
+    # With a URL-safe alphabet one id in 32 would start with "-" or "_"; 200 ids catch it.
+    apps = [oauth.create_application(db, name=f"app{n}", client_type="public")[0] for n in range(200)]
+    ids = {app.client_id for app in apps}
+    assert len(ids) == 200
+    assert all(len(i) == oauth.CLIENT_ID_LENGTH and i.isascii() and i.isalnum() for i in ids)
+    db.rollback()
