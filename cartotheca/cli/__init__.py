@@ -10,7 +10,7 @@ import sys
 import click
 import uvicorn
 
-from cartotheca import __version__, siteurl, timeutil
+from cartotheca import __version__, memory, siteurl, timeutil
 from cartotheca.catalogue import accounts, oauth
 from cartotheca.catalogue.auth import configure_password_hashing
 from cartotheca.db.migrate import upgrade
@@ -46,6 +46,7 @@ def main() -> None:
 def serve(host: str | None, port: int | None, workers: int | None, limit_concurrency: int | None,
           keep_alive_timeout: int | None, forwarded_allow_ips: str | None) -> None:
     """Migrate the database, create the first administrator if needed, and serve."""
+    memory.limit_allocator_arenas()
     if forwarded_allow_ips is not None:
         # Through the environment, so every server process's app reads it with its settings.
         os.environ["CARTOTHECA_FORWARDED_ALLOW_IPS"] = json.dumps(
@@ -102,6 +103,7 @@ def _prepare(settings: Settings, *, create_admin: bool = True, announce: bool = 
               help="also schedule periodic tasks (the monitoring collection cycle); run it in one worker")
 def worker(concurrency: int | None, loglevel: str, beat: bool) -> None:
     """Run a Celery worker for executions (TASK_BACKEND=celery, broker CELERY_BROKER_URL)."""
+    memory.limit_allocator_arenas()
     settings = _settings()
     _prepare(settings, create_admin=False)
     # Celery and the job table load only for this command: ~0.3 s of start-up that serve,

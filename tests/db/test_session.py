@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from cartotheca.db.session import (
     SQLITE_MAX_OVERFLOW,
+    SQLITE_PAGE_CACHES_BYTES,
     SQLITE_POOL_SIZE,
     background_pool,
     make_engine,
@@ -56,3 +60,31 @@ def test_sqlite_connections_are_bounded_by_default(tmp_path):
     assert requests.overflow >= 0
     assert requests.size + requests.overflow + 2 == SQLITE_POOL_SIZE + SQLITE_MAX_OVERFLOW
     assert SQLITE_POOL_SIZE + SQLITE_MAX_OVERFLOW >= settings.THREAD_POOL_SIZE + settings.EXECUTION_WORKERS
+
+
+SQLITE_CACHES_PROBE = """
+import sys
+import psutil
+from sqlalchemy import text
+from cartotheca.db.session import make_engine
+from cartotheca.settings import Settings
+
+engine = make_engine(Settings(DATA_DIR=sys.argv[1], SECRET_KEY="test"))
+with engine.begin() as conn:
+    conn.execute(text("CREATE TABLE filler (id INTEGER PRIMARY KEY, v BLOB)"))
+    conn.execute(text("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000) "
+                      "INSERT INTO filler (v) SELECT randomblob(800) FROM n"))
+before = psutil.Process().memory_info().rss
+held = [engine.connect() for _ in range(24)]
+for conn in held:  # each connection reads the whole 24 MB table into its own page cache
+    conn.execute(text("SELECT sum(length(v)) FROM filler")).scalar()
+print((psutil.Process().memory_info().rss - before) // 2**20)
+"""
+
+
+def test_sqlite_page_caches_are_bounded_per_process(tmp_path):
+    # 24 connections that each read 24 MB would keep 16 MiB of cache apiece (384 MiB)
+    # without the process-wide limit; with it they share about SQLITE_PAGE_CACHES_BYTES.
+    grown = subprocess.run([sys.executable, "-c", SQLITE_CACHES_PROBE, str(tmp_path)],
+                           capture_output=True, text=True, check=True)
+    assert int(grown.stdout) < SQLITE_PAGE_CACHES_BYTES // 2**20 + 64, grown.stdout
