@@ -66,27 +66,36 @@ def _grantee(principal: Principal) -> ColumnElement[bool]:
     return or_(*clauses)
 
 
-def has_grant(principal: Principal, codename: str) -> ColumnElement[bool]:
-    """EXISTS a grant of ``codename`` on the outer resource row to this principal."""
+def has_grant(principal: Principal, codename: str, *, row_by_row: bool = False) -> ColumnElement[bool]:
+    """EXISTS a grant of ``codename`` on the outer resource row to this principal.
+
+    PostgreSQL reads this EXISTS under an OR as "is the id in the set of granted ids" and
+    hashes that whole set before the first row, however few rows are then needed (tens of
+    milliseconds at 100,000 grants for a page of 20). ``row_by_row`` adds a condition on the
+    outer row alone, which the planner cannot turn into that set, so each row met is checked
+    through the index on ``(resource_id, codename)``: the form for a walk that stops early.
+    """
     return exists().where(
         ResourcePermission.resource_id == Resource.id,
         ResourcePermission.codename == codename,
         _grantee(principal),
+        *([Resource.id.is_not(None)] if row_by_row else []),
     )
 
 
 def visible_to(principal: Principal, settings: Settings, *, advertised: str | None = None,
-               check_advertised: bool = True) -> ColumnElement[bool]:
+               check_advertised: bool = True, row_by_row: bool = False) -> ColumnElement[bool]:
     """The rows ``principal`` may see in lists: view permission, publication and approval rules.
 
     ``check_advertised=False`` is for detail lookups: an unadvertised record is only kept out of
-    lists, its own URL still answers.
+    lists, its own URL still answers. ``row_by_row``: see ``has_grant``.
     """
     advertised_clause = _advertised(principal, advertised) if check_advertised else true()
     if principal.is_superuser:
         return advertised_clause
     owner = Resource.owner_id == principal.id if principal.id is not None else None
-    may_view = or_(owner, has_grant(principal, VIEW)) if owner is not None else has_grant(principal, VIEW)
+    granted = has_grant(principal, VIEW, row_by_row=row_by_row)
+    may_view = or_(owner, granted) if owner is not None else granted
     clauses = [may_view, advertised_clause]
     if settings.RESOURCE_PUBLISHING or settings.ADMIN_MODERATE_UPLOADS:
         clauses.append(_moderated(Resource.is_published, principal, owner))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, select
+from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, create_engine, event, select
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
 
 from cartotheca.catalogue import query
 from cartotheca.catalogue.query import Field, FieldMap, FilterTerm
@@ -207,3 +208,26 @@ def test_parse_page():
     for bad in ({"page": "0"}, {"page": "x"}, {"page_size": "0"}, {"page_size": "1001"}):
         with pytest.raises(InvalidQuery):
             page(**bad)
+
+
+@pytest.mark.parametrize(("number", "size", "counted", "walked"), [
+    (1, 20, True, True), (50, 20, True, True), (51, 20, False, False), (2, 600, True, False),
+])
+def test_first_pages_read_the_walked_form_and_counts_never_do(number, size, counted, walked):
+    engine = create_engine("sqlite://")
+    THINGS.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(THINGS.insert(), [{"title": f"t{i}", "made": dt.datetime(2026, 1, 1), "size": i}
+                                       for i in range(1, 1201)])
+    seen: list[str] = []
+    event.listen(engine, "before_cursor_execute",
+                 lambda _c, _cur, statement, *_: seen.append(statement))
+    with Session(engine) as session:
+        listing = query.page(session, select(THINGS), query.ListQuery(page=query.Page(number, size, size)),
+                             FIELDS, where=[THINGS.c.size >= 1], walked_where=[THINGS.c.size > 0],
+                             counted=counted)
+    assert len(listing.rows) == min(size, 1200 - (number - 1) * size)
+    counts = [s for s in seen if "count(" in s]
+    pages = [s for s in seen if "count(" not in s]
+    assert all(">= ?" in s for s in counts) and len(counts) == (1 if counted else 0)
+    assert len(pages) == 1 and ("> ?" in pages[0]) is walked and (">= ?" in pages[0]) is not walked

@@ -168,11 +168,12 @@ def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> li
     return [visible, *language, *asked]
 
 
-def resource_scope(ctx: ListContext) -> list[ColumnElement[bool]]:
+def resource_scope(ctx: ListContext, *, walked: bool = False) -> list[ColumnElement[bool]]:
     """What a resource list adds to the query language: visibility first, then the
-    requester's favourites and the extent boxes when asked for."""
+    requester's favourites and the extent boxes when asked for. ``walked``: the visibility
+    in the form for the first pages (``paging.page``'s ``walked_where``)."""
     advertised = first(ctx.params, "advertised")
-    clauses = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised)]
+    clauses = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised, row_by_row=walked)]
     favorite = first(ctx.params, "favorite")
     if favorite is not None:
         if strict_bool(favorite, "favorite"):
@@ -221,7 +222,8 @@ def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement[bool]] = ()
     if ctx.counts is not None and (base_terms is not None or not base):
         total = partial(ctx.counts.list_total, ctx, fields, base_terms or ())
     listing = page(ctx.session, select(Resource), query, fields, where=[*base, *resource_scope(ctx)],
-                   load=LOAD_OPTIONS, counted=query.wants_total(), total=total)
+                   load=LOAD_OPTIONS, counted=query.wants_total(), total=total,
+                   walked_where=[*base, *resource_scope(ctx, walked=True)])
     return decorate(ctx.session, ctx.principal, listing)
 
 
