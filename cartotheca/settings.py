@@ -149,6 +149,9 @@ class Settings(BaseSettings):
     STORAGE_BACKEND: str = "geopackage"
     DATASTORE_URL: str | None = None  # PostGIS database for vector data (postgis backend)
     RASTER_DIR: Path | None = None  # COG directory all workers share; default DATA_DIR/rasters
+    # Staged uploads, written by the server that receives them and read by the process that
+    # imports them: a folder servers and Celery workers share when they run on several machines.
+    UPLOAD_DIR: Path | None = None  # default DATA_DIR/uploads
     DEFAULT_WORKSPACE: str = "geonode"
     DEFAULT_MAX_UPLOAD_SIZE: int = 104857600  # bytes, one upload (all its parts)
     MAX_UNZIPPED_SIZE: int = 1073741824  # bytes, everything an archive may expand to
@@ -337,6 +340,10 @@ class Settings(BaseSettings):
     @property
     def raster_dir(self) -> Path:
         return self.RASTER_DIR if self.RASTER_DIR is not None else self.DATA_DIR / "rasters"
+
+    @property
+    def upload_dir(self) -> Path:
+        return self.UPLOAD_DIR if self.UPLOAD_DIR is not None else self.DATA_DIR / "uploads"
 
     def ensure_data_dir(self) -> Path:
         self.DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -84,7 +84,7 @@ class Journal:
 
 
 def staging_root(settings: Settings) -> Path:
-    return settings.DATA_DIR / "uploads"
+    return settings.upload_dir
 
 
 def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:

@@ -56,7 +56,7 @@ UPLOAD_FIELDS = FieldMap(
 
 
 def staging_dir(settings: Settings, token: str) -> Path:
-    return settings.DATA_DIR / "uploads" / token
+    return settings.upload_dir / token
 
 
 def progress_of(state: str, complete: bool) -> float:

@@ -65,7 +65,7 @@ async def create_document(request: Request, db: DbDep, principal: UserDep,
     if content_type != "multipart/form-data":
         body = await read_body(request)
         return JSON(await run_in_threadpool(_create, db, principal, settings, _from_fields(body)))
-    folder = settings.DATA_DIR / "uploads" / f"document-{uuid.uuid4().hex}"
+    folder = settings.upload_dir / f"document-{uuid.uuid4().hex}"
     limit = await run_in_threadpool(documents.max_bytes, settings, db)
     try:
         try:
