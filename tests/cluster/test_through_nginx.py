@@ -1,0 +1,99 @@
+"""The cluster behind nginx: a zipped shapefile uploaded through the balancer is imported by the
+Celery worker into PostGIS, and then each node, asked directly, serves it in every service (WMS,
+WFS, vector tiles, CSW, the catalogue page) without a copy of the data in its own data folder.
+nginx forwards the public address, spreads requests over both nodes and, when one node is
+stopped, answers every idempotent request from the other; both nodes report to monitoring."""
+
+from __future__ import annotations
+
+import time
+import zipfile
+
+import httpx
+import pytest
+from lxml import etree
+
+from tests.geodata import fixtures as fx
+from tests.support.cluster_data import upload
+
+CSW = "http://www.opengis.net/cat/csw/2.0.2"
+
+
+@pytest.fixture(scope="module")
+def roads(cluster, through_nginx, tmp_path_factory) -> dict:
+    """A zipped shapefile of POINT_COUNT points, uploaded through nginx."""
+    folder = tmp_path_factory.mktemp("roads")
+    shp = fx.write_points(folder / "src", "roads", driver="ESRI Shapefile")
+    archive = folder / "roads.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        for part in shp.parent.iterdir():
+            zf.write(part, f"roads/{part.name}")
+    record = upload(through_nginx, archive)
+    pk = record["output_params"]["resources"][0]["id"]
+    return through_nginx.get(f"api/v2/datasets/{pk}").json()["dataset"]
+
+
+@pytest.mark.parametrize("node", ["a", "b"])
+def test_every_service_of_each_node_serves_what_the_worker_imported(cluster, roads, node):
+    base, alternate = cluster.nodes[node].url, roads["alternate"]
+    with httpx.Client(base_url=base, timeout=60) as client:
+        image = client.get("ows", params={
+            "SERVICE": "WMS", "VERSION": "1.3.0", "REQUEST": "GetMap", "LAYERS": alternate, "STYLES": "",
+            "CRS": "CRS:84", "BBOX": "-180,-90,180,90", "WIDTH": "64", "HEIGHT": "32",
+            "FORMAT": "image/png"})
+        assert image.status_code == 200 and image.headers["content-type"] == "image/png", image.text
+        features = client.get("ows", params={
+            "SERVICE": "WFS", "VERSION": "2.0.0", "REQUEST": "GetFeature", "TYPENAMES": alternate,
+            "OUTPUTFORMAT": "application/json"})
+        assert features.status_code == 200, features.text
+        assert len(features.json()["features"]) == fx.POINT_COUNT
+        tile = client.get(f"tiles/{alternate}/0/0/0.pbf")
+        assert tile.status_code == 200 and len(tile.content) > 0, tile.text
+        records = client.get("catalogue/csw", params={
+            "service": "CSW", "version": "2.0.2", "request": "GetRecords", "typenames": "csw:Record",
+            "resulttype": "results", "elementsetname": "brief"})
+        assert records.status_code == 200, records.text
+        titles = [t.text for t in etree.fromstring(records.content).iter("{http://purl.org/dc/elements/1.1/}title")]
+        assert roads["title"] in titles
+        page = client.get("catalogue/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+
+
+def test_no_node_keeps_the_data_in_its_own_folder(cluster, roads):
+    for node in ("a", "b"):
+        kept = sorted(str(p.relative_to(cluster.data_dirs[node]))
+                      for p in cluster.data_dirs[node].rglob("*") if p.is_file())
+        assert kept == [], f"node {node} keeps {kept}"
+    assert [p for p in cluster.upload_dir.rglob("*") if p.is_file()] == []  # cleaned after import
+
+
+def test_nginx_forwards_the_public_address_and_uses_both_nodes(cluster, through_nginx, roads):
+    for _ in range(4):
+        detail = through_nginx.get(f"api/v2/resources/{roads['pk']}")
+        assert detail.status_code == 200
+        assert detail.json()["resource"]["link"].startswith(cluster.url)
+    served_by = {line.split()[-2] for line in cluster.upstream_log() if "/api/v2/resources/" in line}
+    assert served_by == {cluster.a.url[7:-1], cluster.b.url[7:-1]}
+
+
+def test_a_stopped_node_fails_no_idempotent_request(cluster, roads, admin):
+    cluster.b.stop()
+    try:
+        statuses = []
+        with httpx.Client(base_url=cluster.url, timeout=60) as client:
+            for _ in range(20):
+                statuses.append(client.get(f"api/v2/resources/{roads['pk']}").status_code)
+                statuses.append(client.get(f"tiles/{roads['alternate']}/0/0/0.pbf").status_code)
+        assert statuses == [200] * 40
+    finally:
+        cluster.b.start()
+        cluster.b.wait_answering()
+    # Both nodes report to monitoring under their own host names.
+    deadline = time.monotonic() + 60
+    names: set[str] = set()
+    while time.monotonic() < deadline and not {"node-a", "node-b"} <= names:
+        response = httpx.get(f"{cluster.url}monitoring/api/hosts/", headers=admin, timeout=60)
+        assert response.status_code == 200, response.text
+        names = {host["name"] for host in response.json()["hosts"]}
+        time.sleep(0.5)
+    assert {"node-a", "node-b"} <= names
