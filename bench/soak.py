@@ -119,13 +119,15 @@ def upload_dataset(client: httpx.Client, path: Path, title: str) -> dict:
     return found[0]
 
 
-def seed_over_http(base: str, work: Path) -> dict:
-    """The point layer, the raster and three documents, as admin through the API."""
+def seed_over_http(base: str, work: Path, *, raster: bool = True) -> dict:
+    """The point layer, the raster (``raster``; else tiles are drawn from the points) and three
+    documents, as admin through the API."""
     work.mkdir(parents=True, exist_ok=True)
     suffix = uuid.uuid4().hex[:6]
     with httpx.Client(base_url=base, headers=basic(*ADMIN), timeout=300) as client:
         points = upload_dataset(client, write_points(work / "soak_points.gpkg"), f"Soak points {suffix}")
-        raster = upload_dataset(client, write_raster(work / "soak_raster.tif"), f"Soak raster {suffix}")
+        tiled = upload_dataset(client, write_raster(work / "soak_raster.tif"), f"Soak raster {suffix}") \
+            if raster else points
         for i in range(3):
             client.post("/api/v2/documents", data={"title": f"Soak document {suffix} {i}"},
                         files={"doc_file": (f"notes{i}.txt", b"soak test document\n" * 50,
@@ -133,7 +135,7 @@ def seed_over_http(base: str, work: Path) -> dict:
         # Public resources, so the regular user's favourites and the anonymous reads find them.
         public = httpx.get(f"{base}/api/v2/resources", params={"page_size": 200}, timeout=60)
         ids = [r["pk"] for r in public.json()["resources"]]
-    return {"points": points["alternate"], "raster": raster["alternate"],
+    return {"points": points["alternate"], "raster": tiled["alternate"],
             "points_id": int(points["pk"]), "resource_ids": [int(i) for i in ids]}
 
 
@@ -550,6 +552,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wrong-password-flood", type=int, default=0)
     parser.add_argument("--sample-every", type=float, default=2.0, help="seconds between server samples")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument("--vector-only", action="store_true",
+                        help="no raster: tiles are drawn from the point layer (a cluster without an "
+                             "object store keeps rasters on the worker's disk only)")
     parser.add_argument("--setting", action="append", default=[], type=lambda s: tuple(s.split("=", 1)),
                         metavar="NAME=VALUE", help="a server setting (CARTOTHECA_NAME), repeatable")
     args = parser.parse_args(argv)
@@ -574,7 +579,7 @@ def main(argv: list[str] | None = None) -> None:
             proc = start_server(args, port, args.data_dir / "server.log")
         base = f"http://{host}:{port}"
         print(f"server {base}; seeding datasets and documents", file=sys.stderr, flush=True)
-        seed = seed_over_http(base, args.data_dir / "files")
+        seed = seed_over_http(base, args.data_dir / "files", raster=not args.vector_only)
         stop = threading.Event()
         root_pid = proc.pid if proc else None
         sampler = Sampler(lambda: server_processes(root_pid, port), args.database_url,
@@ -587,6 +592,7 @@ def main(argv: list[str] | None = None) -> None:
         results["setup"] = {"clients": args.clients, "workers": args.workers if proc else None,
                             "slow_readers": args.slow_readers,
                             "wrong_password_flood": args.wrong_password_flood,
+                            "vector_only": args.vector_only,
                             "settings": dict(args.setting),
                             "database": (args.database_url or "").split(":", 1)[0],
                             "load_average": os.getloadavg()}

@@ -211,7 +211,9 @@ class Cluster:
         lines += [f"worker       DATA_DIR {self.data_dirs['worker']}",
                   f"uploads      {self.upload_dir}",
                   f"catalogue    {self.database_url}", f"datastore    {self.datastore_url}",
-                  f"broker       {self.broker_url}", f"admin        {ADMIN_USER} / {ADMIN_PASSWORD}",
+                  f"broker       {self.broker_url}",
+                  f"admin        {self.a.env['CARTOTHECA_ADMIN_USER']} / "
+                  f"{self.a.env['CARTOTHECA_ADMIN_PASSWORD']}",
                   f"logs         {self.root}"]
         return "\n".join(lines)
 
