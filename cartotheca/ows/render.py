@@ -214,6 +214,11 @@ def _ident(name: str) -> str:
 
 # -- map building -----------------------------------------------------------------------------
 
+def _data_version(layer_key: tuple) -> tuple:
+    """What in a layer's key names its data: storage, location, layer and last update."""
+    return layer_key[1:5]
+
+
 def _layer_key(spec: LayerSpec, sld: str) -> tuple:
     dataset, resource = spec.dataset, spec.resource
     return (dataset.resource_id, dataset.storage, dataset.location, dataset.layer,
@@ -341,6 +346,7 @@ class MapPool:
             if m is not None:
                 self._count -= 1
         if m is None:
+            self._drop_superseded(key)
             m = build()
         yield m
         with self._lock:
@@ -358,6 +364,19 @@ class MapPool:
         with self._lock:
             self._idle.clear()
             self._count = 0
+
+    def _drop_superseded(self, key: tuple) -> None:
+        """Drop the idle maps drawing another version of a dataset ``key`` draws (other data,
+        another update). Another process may have overwritten it, so this process was never
+        told: the first map it builds of the new version closes the old ones, which no request
+        asks for again, instead of keeping their datasources open until they are the least
+        recently used."""
+        current = {layer[0]: _data_version(layer) for layer in key[2]}
+        with self._lock:
+            for other in [k for k in self._idle if k != key and any(
+                    current.get(layer[0], _data_version(layer)) != _data_version(layer)
+                    for layer in k[2])]:
+                self._count -= len(self._idle.pop(other))
 
     def forget(self, storage: str, location: str) -> None:
         """Drop the idle maps drawing data at ``location``: they hold its file open."""

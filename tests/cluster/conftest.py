@@ -1,5 +1,7 @@
-"""Each module of ``tests/cluster`` starts one cluster (nginx, two serve nodes, a Celery worker,
-PostgreSQL/PostGIS, RabbitMQ) and shares it between its tests."""
+"""One cluster (nginx, two serve nodes, a Celery worker, PostgreSQL/PostGIS, RabbitMQ) serves
+every test of ``tests/cluster``: started once, when the first of them runs. The modules mark
+their tests ``xdist_group("cluster")``, and the suite distributes with ``--dist loadgroup``, so
+under xdist they all run in one worker process instead of each worker starting a cluster."""
 
 from __future__ import annotations
 
@@ -12,19 +14,19 @@ import pytest
 from tests.support.cluster import ADMIN_PASSWORD, ADMIN_USER, Cluster, running_cluster
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cluster(tmp_path_factory) -> Iterator[Cluster]:
     with running_cluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def admin() -> dict[str, str]:
     token = base64.b64encode(f"{ADMIN_USER}:{ADMIN_PASSWORD}".encode()).decode()
     return {"Authorization": f"Basic {token}"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def through_nginx(cluster, admin) -> Iterator[httpx.Client]:
     """The administrator's client of the balanced address."""
     with httpx.Client(base_url=cluster.url, headers=admin, timeout=120) as client:

@@ -1,12 +1,17 @@
 """What one node does is what the other node shows at its next request: a cookie session and its
-CSRF token, a new style, new data, a permission change and a deletion made through node A are
-used or drawn by node B, whose map pool had drawn the dataset before. Everything they share goes
-through the database; each node has an empty data folder of its own."""
+CSRF token, a password change, a new style, new data, a permission change and a deletion made
+through node A are used or drawn by node B, which had verified the password or drawn the dataset
+before. Everything they share goes through the database; each node has an empty data folder of
+its own."""
 
 from __future__ import annotations
 
+import base64
+import time
+
 import httpx
 import pytest
+import sqlalchemy as sa
 from lxml import etree
 
 from cartotheca.api.deps import CSRF_COOKIE, SESSION_COOKIE
@@ -28,11 +33,32 @@ from tests.support.cluster_data import (
 
 RED, BLUE = "#ff0000", "#0000ff"
 
+# Every cluster test runs in the one xdist worker that runs the cluster (conftest.py).
+pytestmark = pytest.mark.xdist_group("cluster")
+
 
 @pytest.fixture(scope="module")
 def node_a(cluster, admin):
     with httpx.Client(base_url=cluster.a.url, headers=admin, timeout=120) as client:
         yield client
+
+
+def data_tables(cluster) -> set[str]:
+    """The tables of the PostGIS datastore (one per stored dataset)."""
+    engine = sa.create_engine(cluster.datastore_url)
+    try:
+        return set(sa.inspect(engine).get_table_names(schema="public")) - {"spatial_ref_sys"}
+    finally:
+        engine.dispose()
+
+
+def wait_dropped(cluster, tables: set[str], timeout: float = 30.0) -> None:
+    """Until none of ``tables`` is left (dropped once the change on A committed), although B's
+    pool holds a map that drew them."""
+    deadline = time.monotonic() + timeout
+    while tables & data_tables(cluster) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not tables & data_tables(cluster)
 
 
 def published(node_a, tmp_path, name: str) -> dict:
@@ -62,6 +88,23 @@ def test_a_cookie_session_opened_on_one_node_works_on_the_other(cluster):
         assert on_a.get("o/userinfo").status_code == 401  # closed on B, closed on A
 
 
+def test_a_password_changed_on_a_is_refused_by_b_at_once(cluster, node_a):
+    created = node_a.post("api/v2/users", json={"username": "rover", "password": "first-pass-word-1"})
+    assert created.status_code == 200, created.text
+    old, new = basic("rover", "first-pass-word-1"), basic("rover", "second-pass-word-2")
+    # B verifies the password once and remembers it.
+    assert httpx.get(f"{cluster.b.url}api/v2/users", headers=old, timeout=60).status_code == 200
+    changed = node_a.patch(f"api/v2/users/{created.json()['user']['pk']}",
+                           json={"password": "second-pass-word-2"})
+    assert changed.status_code == 200, changed.text
+    assert httpx.get(f"{cluster.b.url}api/v2/users", headers=old, timeout=60).status_code == 401
+    assert httpx.get(f"{cluster.b.url}api/v2/users", headers=new, timeout=60).status_code == 200
+
+
+def basic(username: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()}
+
+
 def test_a_new_style_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
     dataset = published(node_a, tmp_path, "restyled")
     assert west_and_east(cluster.b.url, dataset["alternate"]) == (rgba(RED), TRANSPARENT)
@@ -77,7 +120,10 @@ def test_a_new_style_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
 
 
 def test_an_overwrite_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
+    before = data_tables(cluster)
     dataset = published(node_a, tmp_path / "first", "overwritten")
+    first_table = data_tables(cluster) - before
+    assert len(first_table) == 1
     assert west_and_east(cluster.b.url, dataset["alternate"]) == (rgba(RED), TRANSPARENT)
     upload(node_a, write_square(tmp_path / "second", "overwritten", EAST),
            overwrite_existing_layer="true", resource_pk=str(dataset["pk"]))
@@ -89,6 +135,7 @@ def test_an_overwrite_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
         "TYPENAMES": dataset["alternate"], "OUTPUTFORMAT": "application/json"}).json()["features"]
     assert len(features) == 1
     assert min(x for x, _ in features[0]["geometry"]["coordinates"][0]) == EAST[0]
+    wait_dropped(cluster, first_table)
 
 
 def test_a_permission_change_on_a_holds_on_b_at_once(cluster, node_a, tmp_path):
@@ -105,13 +152,17 @@ def test_a_permission_change_on_a_holds_on_b_at_once(cluster, node_a, tmp_path):
 
 
 def test_a_deletion_on_a_is_gone_on_b_at_once(cluster, node_a, tmp_path):
+    before = data_tables(cluster)
     dataset = published(node_a, tmp_path, "deleted")
+    table = data_tables(cluster) - before
+    assert len(table) == 1
     assert west_and_east(cluster.b.url, dataset["alternate"])[0] == rgba(RED)
     response = node_a.delete(f"api/v2/resources/{dataset['pk']}")
     assert response.status_code == 204, response.text
     assert exception_code(get_map(cluster.b.url, dataset["alternate"])) == "LayerNotDefined"
     tile = httpx.get(f"{cluster.b.url}tiles/{dataset['alternate']}/3/4/2.png", timeout=60)
     assert tile.status_code == 404
+    wait_dropped(cluster, table)
 
 
 def exception_code(response: httpx.Response) -> str:

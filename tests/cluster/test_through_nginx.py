@@ -16,7 +16,8 @@ from lxml import etree
 from tests.geodata import fixtures as fx
 from tests.support.cluster_data import upload
 
-CSW = "http://www.opengis.net/cat/csw/2.0.2"
+# Every cluster test runs in the one xdist worker that runs the cluster (conftest.py).
+pytestmark = pytest.mark.xdist_group("cluster")
 
 
 @pytest.fixture(scope="module")
