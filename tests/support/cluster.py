@@ -229,15 +229,20 @@ def stop_all(roles: list[Role]) -> None:
 @contextmanager
 def rabbitmq_vhost(prefix: str) -> Iterator[str]:
     """A virtual host of its own on the local RabbitMQ, so no other worker on the same broker
-    takes this cluster's executions; removed afterwards. Without ``rabbitmqctl`` (a broker on
-    another machine), the default virtual host."""
+    takes this cluster's executions; removed afterwards. When ``rabbitmqctl`` is missing or may
+    not manage the broker (another user, a broker on another machine), the default one."""
     base = rabbitmq_url()
     ctl = shutil.which("rabbitmqctl")
-    if ctl is None:
+    vhost = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    try:
+        added = ctl is not None and subprocess.run(
+            [ctl, "-q", "add_vhost", vhost], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        added = False
+    if not added:
         yield base
         return
-    vhost = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    subprocess.run([ctl, "-q", "add_vhost", vhost], check=True, capture_output=True, timeout=60)
+    assert ctl is not None
     try:
         subprocess.run([ctl, "-q", "set_permissions", "-p", vhost, "guest", ".*", ".*", ".*"],
                        check=True, capture_output=True, timeout=60)
