@@ -30,6 +30,7 @@ from tests.support.cluster_data import (
     west_and_east,
     write_square,
 )
+from tests.support.pixels import pixels
 
 RED, BLUE = "#ff0000", "#0000ff"
 
@@ -108,6 +109,11 @@ def basic(username: str, password: str) -> dict[str, str]:
 def test_a_new_style_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
     dataset = published(node_a, tmp_path, "restyled")
     assert west_and_east(cluster.b.url, dataset["alternate"]) == (rgba(RED), TRANSPARENT)
+    tile_url = f"{cluster.b.url}tiles/{dataset['alternate']}/3/4/2.png"
+    red_tile = httpx.get(tile_url, timeout=60)
+    assert red_tile.status_code == 200
+    cached = {"If-None-Match": red_tile.headers["etag"]}
+    assert httpx.get(tile_url, headers=cached, timeout=60).status_code == 304
     response = node_a.post(UPLOAD_URL, data={"action": "resource_style_upload",
                                              "resource_pk": str(dataset["pk"])},
                            files={"sld_file": ("blue.sld", fill_sld("restyled", BLUE).encode(),
@@ -115,8 +121,10 @@ def test_a_new_style_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
     assert response.status_code == 200, response.text
     assert wait_execution(node_a, response.json()["execution_id"])["status"] == "finished"
     assert west_and_east(cluster.b.url, dataset["alternate"]) == (rgba(BLUE), TRANSPARENT)
-    tile = httpx.get(f"{cluster.b.url}tiles/{dataset['alternate']}/3/4/2.png", timeout=60)
-    assert tile.status_code == 200, tile.text
+    # A browser's cached tile is not the current one any more: B sends the blue tile.
+    blue_tile = httpx.get(tile_url, headers=cached, timeout=60)
+    assert blue_tile.status_code == 200 and blue_tile.headers["etag"] != red_tile.headers["etag"]
+    assert rgba(BLUE) in pixels(blue_tile.content).reshape(-1, 4).tolist()
 
 
 def test_an_overwrite_on_a_is_drawn_by_b_at_once(cluster, node_a, tmp_path):
