@@ -13,6 +13,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyproj  # only to validate; loaded by the map server anyway
 from pydantic import Field, field_validator
@@ -168,6 +169,11 @@ class Settings(BaseSettings):
     TILE_MAX_AGE: int = 300  # seconds browsers may reuse a tile before revalidating its ETag
     WCS_MAX_PIXELS: int = 400_000_000  # largest GetCoverage output, width x height x bands
 
+    # The web pages' maps: an XYZ tile service drawn under the data instead of the offline
+    # countries ("https://tile.example.org/{z}/{x}/{y}.png"), and the credit its terms ask for.
+    WEB_BASEMAP_URL: str | None = None
+    WEB_BASEMAP_ATTRIBUTION: str = ""
+
     # Catalogue metadata (CSW at /catalogue/csw)
     CSW_MAX_RECORDS: int = 100  # records of a GetRecords answer when the client asks none or more
 
@@ -291,6 +297,18 @@ class Settings(BaseSettings):
         if not codes:
             raise ValueError("WMS_ADVERTISED_CRS must list at least one EPSG code")
         return codes
+
+    @field_validator("WEB_BASEMAP_URL")
+    @classmethod
+    def _basemap_is_an_xyz_template(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        parsed = urlsplit(value)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError("WEB_BASEMAP_URL must be an http(s) URL")
+        if not all(part in value for part in ("{z}", "{x}", "{y}")):
+            raise ValueError("WEB_BASEMAP_URL must hold {z}, {x} and {y}")
+        return value
 
     @field_validator("SITEURL")
     @classmethod

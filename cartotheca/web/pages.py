@@ -10,6 +10,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -22,15 +23,31 @@ STATIC_DIR = Path(__file__).parent / "static"
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 STATIC_PREFIX = "/static/web"
 
-# The pages' own headers: no inline script may run, assets only from this server.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob: http: https:; "
-        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-}
+CSP_TEMPLATE = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:{tiles}; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'; form-action 'self'"
+)
+
+
+def tile_source(url: str) -> str:
+    """The CSP source of an XYZ template's host: ``https://tiles.example.org``, or
+    ``https://*.example.org`` when the host's first label is a placeholder (``{s}``, ``{a-c}``)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    if "{" in host:
+        host = "*." + host.split(".", 1)[1]
+    return f"{parts.scheme}://{host}"
+
+
+def security_headers(settings: Settings) -> dict[str, str]:
+    """The pages' own headers: no inline script may run, assets only from this server, and images
+    from elsewhere only from the operator's basemap tile host."""
+    tiles = f" {tile_source(settings.WEB_BASEMAP_URL)}" if settings.WEB_BASEMAP_URL else ""
+    return {
+        "Content-Security-Policy": CSP_TEMPLATE.format(tiles=tiles),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+    }
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +84,14 @@ def render(request: Request, settings: Settings, template: str, page: str, title
         base=base, page=page, title=title, **extra,
         script_url=asset_url(base, "app.js"), style_url=asset_url(base, "app.css"),
     )
-    return HTMLResponse(html, headers=SECURITY_HEADERS)
+    return HTMLResponse(html, headers=security_headers(settings))
+
+
+def map_settings(request: Request, settings: Settings) -> dict[str, str]:
+    """What the pages' maps are drawn with: the offline countries, or the operator's tiles."""
+    return {"world_url": asset_url(base_path(request, settings), "world-110m.json"),
+            "basemap_url": settings.WEB_BASEMAP_URL or "",
+            "basemap_attribution": settings.WEB_BASEMAP_ATTRIBUTION}
 
 
 def make_router(settings: Settings) -> APIRouter:
@@ -80,7 +104,7 @@ def make_router(settings: Settings) -> APIRouter:
     def catalogue(request: Request) -> HTMLResponse:
         # Resource pages live behind the hash (/catalogue/#/dataset/1): the script routes them.
         return render(request, settings, "catalogue.html", "catalogue", "Catalogue",
-                      world_url=asset_url(base_path(request, settings), "world-110m.json"))
+                      **map_settings(request, settings))
 
     @router.get("/account/login")
     def login_page(request: Request) -> HTMLResponse:
@@ -109,11 +133,13 @@ def make_router(settings: Settings) -> APIRouter:
 
     @router.get("/maps/new")
     def map_composer(request: Request) -> HTMLResponse:
-        return render(request, settings, "composer.html", "composer", "Compose a map", map_id="")
+        return render(request, settings, "composer.html", "composer", "Compose a map", map_id="",
+                      **map_settings(request, settings))
 
     @router.get("/maps/{map_id}/edit")
     def map_editor(map_id: int, request: Request) -> HTMLResponse:
-        return render(request, settings, "composer.html", "composer", "Edit a map", map_id=str(map_id))
+        return render(request, settings, "composer.html", "composer", "Edit a map", map_id=str(map_id),
+                      **map_settings(request, settings))
 
     @router.get("/monitoring")
     @router.get("/monitoring/")

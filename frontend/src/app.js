@@ -3,6 +3,7 @@
 // after checking their scheme.
 import 'ol/ol.css';
 import './app.css';
+import './maps.css';
 import { setupAccountNav, setupLogin, setupLogout, setupProfile, setupSignup } from './account.js';
 import { configureCatalogue, search, setupSearch } from './catalogue.js';
 import { resourceRoute, showResource } from './resource.js';

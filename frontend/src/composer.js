@@ -1,24 +1,19 @@
 // The map composer (/maps/new, /maps/{id}/edit): datasets found through the public API become
 // layers whose order, opacity and visibility are previewed live through the built-in WMS, then
 // saved as a map resource with its maplayers (POST /api/v2/maps, or PATCH of the edited map).
-import OlMap from 'ol/Map.js';
-import View from 'ol/View.js';
-import ImageLayer from 'ol/layer/Image.js';
-import ImageWMS from 'ol/source/ImageWMS.js';
-import { defaults as defaultControls } from 'ol/control/defaults.js';
 import { api, base, failureText, getJson, send } from './api.js';
 import { el, safeUrl } from './dom.js';
-import { fitExtent } from './resource.js';
+import { createMap, setLayerStyle, validExtent, wmsLayer } from './map.js';
 
 const RESULTS = 10;
-const WORLD = [-180, -85, 180, 85];
 const CHANGE = 'change_resourcebase'; // what PATCHing a map's layers requires
 
 // The layers, top first (the list's order); each {key, dataset, name, title, opacity, visible,
-// pk, extent, olLayer}. pk is the map layer's id when editing, so the API keeps the row.
+// style, styles, pk, extent, olLayer}: style is the chosen one of the dataset's styles ('' for its
+// default). pk is the map layer's id when editing, so the API keeps the row.
 let layers = [];
 let nextKey = 0;
-let preview = null;
+let preview = null; // the map module's handle
 let editing = null; // the map record being edited, or null for a new map
 let searchSerial = 0;
 
@@ -45,55 +40,38 @@ function named(tag, attrs, word, title) {
 
 // -- the preview -------------------------------------------------------------------------
 
-function wmsLayer(layer) {
-  const source = new ImageWMS({
-    url: `${base}/ows`,
-    params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true },
-    ratio: 1,
-  });
-  return new ImageLayer({ source, opacity: layer.opacity, visible: layer.visible });
-}
-
 // Every change asks for a render, so 'rendercomplete' follows even if nothing else moved.
 function markStale() {
   byId('composer-map').removeAttribute('data-rendered');
-  if (preview) preview.render();
+  if (preview) preview.map.render();
 }
 
 function setupPreview() {
   const target = byId('composer-map');
-  preview = new OlMap({
-    target,
-    layers: [],
-    view: new View({ projection: 'EPSG:3857' }),
-    controls: defaultControls({ attribution: false, rotate: false }),
-  });
+  preview = createMap(target, { label: 'Preview of the map' });
   // The tests read where the view is and when every image is drawn.
-  preview.on('rendercomplete', () => {
-    const size = preview.getSize();
-    if (size) target.dataset.extent = JSON.stringify(preview.getView().calculateExtent(size));
+  preview.map.on('rendercomplete', () => {
+    const extent = preview.extent();
+    if (extent) target.dataset.extent = JSON.stringify(extent);
     target.setAttribute('data-rendered', 'true');
   });
 }
 
 // OpenLayers draws its layers bottom first: the list reversed.
 function syncPreview() {
-  const drawn = preview.getLayers();
-  drawn.clear();
-  drawn.extend([...layers].reverse().filter((l) => l.olLayer).map((l) => l.olLayer));
+  preview.setLayers([...layers].reverse().filter((l) => l.olLayer).map((l) => l.olLayer));
   markStale();
 }
 
 function unionExtent() {
-  const boxes = layers.map((l) => l.extent).filter((c) => Array.isArray(c) && c.length === 4 && c.every(Number.isFinite));
+  const boxes = layers.map((l) => l.extent).filter(validExtent);
   if (!boxes.length) return null;
   return [Math.min(...boxes.map((b) => b[0])), Math.min(...boxes.map((b) => b[1])),
     Math.max(...boxes.map((b) => b[2])), Math.max(...boxes.map((b) => b[3]))];
 }
 
 function fitPreview(coords) {
-  preview.updateSize();
-  preview.getView().fit(fitExtent(coords || unionExtent() || WORLD), { size: preview.getSize(), maxZoom: 16 });
+  preview.fit(coords || unionExtent());
   markStale();
 }
 
@@ -165,10 +143,35 @@ function visibilityControl(layer) {
   input.addEventListener('change', () => {
     layer.visible = input.checked;
     if (layer.olLayer) layer.olLayer.setVisible(layer.visible);
+    preview.refreshLegend();
     markStale();
   });
   const group = el('span', { class: 'layer-field' });
   group.append(input, named('label', { for: id }, 'Visible', layer.title));
+  return group;
+}
+
+// The dataset's styles (its default first); the map layer keeps the one chosen.
+function styleControl(layer) {
+  const id = `layer-${layer.key}-style`;
+  const select = el('select', { id, class: 'layer-style', 'data-action': 'style' });
+  select.append(el('option', { value: '' }, 'Default style'));
+  for (const style of layer.styles || []) {
+    const name = style.workspace ? `${style.workspace}:${style.name}` : style.name;
+    select.append(el('option', { value: name }, style.sld_title || style.name));
+  }
+  if (layer.style && ![...select.options].some((o) => o.value === layer.style)) {
+    select.append(el('option', { value: layer.style }, layer.style));
+  }
+  select.value = layer.style || '';
+  select.addEventListener('change', () => {
+    layer.style = select.value;
+    if (layer.olLayer) setLayerStyle(layer.olLayer, layer.style);
+    preview.refreshLegend();
+    markStale();
+  });
+  const group = el('span', { class: 'layer-field' });
+  group.append(named('label', { for: id }, 'Style', `of ${layer.title}`), select);
   return group;
 }
 
@@ -181,6 +184,7 @@ function layerItem(layer, index) {
   const remove = named('button', { type: 'button', class: 'layer-remove', 'data-action': 'remove' }, 'Remove', layer.title);
   remove.addEventListener('click', () => removeLayer(layer));
   controls.append(
+    ...(layer.name ? [styleControl(layer)] : []),
     moveButton(layer, 'move-up', 'Move up', index === 0, -1),
     moveButton(layer, 'move-down', 'Move down', index === layers.length - 1, 1),
     opacityControl(layer),
@@ -197,7 +201,7 @@ function renderLayers() {
 }
 
 function newLayer(fields) {
-  const layer = { key: ++nextKey, opacity: 1, visible: true, pk: null, extent: null, ...fields };
+  const layer = { key: ++nextKey, opacity: 1, visible: true, pk: null, extent: null, style: '', styles: [], ...fields };
   layer.olLayer = layer.name ? wmsLayer(layer) : null;
   return layer;
 }
@@ -205,7 +209,7 @@ function newLayer(fields) {
 function addDataset(dataset) {
   const title = dataset.title || dataset.alternate;
   const layer = newLayer({ dataset: Number(dataset.pk), name: dataset.alternate, title,
-    extent: dataset.extent && dataset.extent.coords });
+    extent: dataset.extent && dataset.extent.coords, styles: dataset.styles || [] });
   layers.unshift(layer); // a new layer goes on top, as in every layer panel
   renderLayers();
   syncPreview();
@@ -294,12 +298,14 @@ async function loadMap(mapId) {
     title: (l.dataset && l.dataset.title) || l.name || 'Layer',
     opacity: typeof l.opacity === 'number' ? l.opacity : 1,
     visible: l.visibility !== false,
+    style: l.current_style || '',
+    styles: (l.dataset && l.dataset.styles) || [],
   }));
   return record;
 }
 
 function layerBody(layer, order) {
-  const body = { order, opacity: layer.opacity, visibility: layer.visible };
+  const body = { order, opacity: layer.opacity, visibility: layer.visible, current_style: layer.style || '' };
   if (layer.pk !== null && layer.pk !== undefined) body.pk = layer.pk;
   if (layer.dataset !== null) body.dataset = layer.dataset;
   return body;
@@ -331,7 +337,11 @@ async function save(event) {
     return;
   }
   const bottomFirst = [...layers].reverse();
-  const body = { title, abstract: form.elements.abstract.value, maplayers: bottomFirst.map(layerBody) };
+  // The map keeps the preview's view (MapStore's center and zoom), restored when it opens.
+  const data = (editing && editing.data && typeof editing.data === 'object') ? editing.data : {};
+  const mapConfig = (data.map && typeof data.map === 'object') ? data.map : {};
+  const body = { title, abstract: form.elements.abstract.value, maplayers: bottomFirst.map(layerBody),
+    data: { ...data, map: { ...mapConfig, ...preview.getView() } } };
   const button = byId('save-map');
   button.disabled = true;
   status.textContent = 'Saving the map…';
@@ -378,7 +388,9 @@ export async function setupComposer(signedIn) {
   setupPreview();
   renderLayers();
   syncPreview();
-  fitPreview(editing && editing.extent && editing.extent.coords);
+  const saved = editing && editing.data && editing.data.map;
+  if (saved && preview.setView(saved)) markStale();
+  else fitPreview(editing && editing.extent && editing.extent.coords);
   byId('dataset-search').addEventListener('submit', (event) => {
     event.preventDefault();
     searchDatasets(byId('dataset-query').value.trim());

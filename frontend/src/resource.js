@@ -1,14 +1,10 @@
 // Resource pages (#/dataset/1, #/document/2 ...): metadata, thumbnail, links, the map preview
 // through the built-in WMS and the attribute table through its WFS.
-import Map from 'ol/Map.js';
-import View from 'ol/View.js';
-import ImageLayer from 'ol/layer/Image.js';
-import ImageWMS from 'ol/source/ImageWMS.js';
-import { transformExtent } from 'ol/proj.js';
-import { defaults as defaultControls } from 'ol/control/defaults.js';
 import { api, base, getJson } from './api.js';
 import { el, safeUrl } from './dom.js';
 import { hideEditing, setupEditing } from './editing.js';
+import { createMap, wmsLayer } from './map.js';
+import { describeResource, showDownloads, showFeatureCount, showServices } from './resource_meta.js';
 
 let resourceMap = null;
 let resourceSerial = 0;
@@ -18,59 +14,38 @@ export function resourceRoute() {
   return match ? { kind: match[1], id: match[2] } : null;
 }
 
-function addMeta(list, term, value) {
-  if (value === undefined || value === null || value === '') return;
-  list.append(el('dt', {}, term), el('dd', {}, value));
-}
-
-export function fitExtent(coords) {
-  return transformExtent(
-    [Math.max(coords[0], -180), Math.max(coords[1], -85), Math.min(coords[2], 180), Math.min(coords[3], 85)],
-    'EPSG:4326', 'EPSG:3857',
-  );
-}
-
-// Draws WMS layers ({name, opacity, visible}, bottom first) into the preview.
-function drawLayers(layers, coords) {
+// Draws WMS layers ({name, title, style, opacity, visible, version}, bottom first) over the
+// basemap, fitted to `coords` (lon/lat) or showing a map's saved `view`.
+function drawLayers(layers, coords, view) {
   const figure = document.getElementById('resource-figure');
   const target = document.getElementById('resource-map');
   figure.hidden = false;
   let pending = layers.filter((l) => l.visible).length;
   if (!pending) target.setAttribute('data-loaded', 'true');
   const olLayers = layers.map((layer) => {
-    const source = new ImageWMS({
-      url: `${base}/ows`,
-      // `_v` (the record's last change) makes the browser fetch a restyled layer again.
-      params: { LAYERS: layer.name, VERSION: '1.3.0', FORMAT: 'image/png', TRANSPARENT: true,
-        ...(layer.version ? { _v: layer.version } : {}) },
-      ratio: 1,
-    });
+    const olLayer = wmsLayer(layer);
+    const source = olLayer.getSource();
     let counted = false;
     source.on('imageloadend', () => {
       if (!counted) { counted = true; pending -= 1; }
       if (pending <= 0) target.setAttribute('data-loaded', 'true');
     });
     source.on('imageloaderror', () => target.setAttribute('data-loaded', 'error'));
-    return new ImageLayer({ source, opacity: layer.opacity, visible: layer.visible });
+    return olLayer;
   });
-  if (resourceMap) resourceMap.setTarget(null);
-  resourceMap = new Map({
-    target,
-    layers: olLayers,
-    view: new View({ projection: 'EPSG:3857' }),
-    controls: defaultControls({ attribution: false, rotate: false }),
-  });
-  const extent = coords && coords.length === 4 ? coords : [-180, -85, 180, 85];
-  resourceMap.getView().fit(fitExtent(extent), { size: resourceMap.getSize() });
-  const size = resourceMap.getSize();
-  if (size) target.dataset.extent = JSON.stringify(resourceMap.getView().calculateExtent(size));
+  if (resourceMap) resourceMap.dispose();
+  resourceMap = createMap(target, { label: target.getAttribute('aria-label') });
+  resourceMap.setLayers(olLayers);
+  if (!view || !resourceMap.setView(view)) resourceMap.fit(coords);
+  const extent = resourceMap.extent();
+  if (extent) target.dataset.extent = JSON.stringify(extent);
 }
 
 function showMap(resource) {
   if (resource.resource_type !== 'dataset' || !resource.alternate) return;
   document.getElementById('resource-map').setAttribute('aria-label', `Map of ${resource.title || 'the dataset'}`);
-  drawLayers([{ name: resource.alternate, opacity: 1, visible: true, version: resource.last_updated }],
-    resource.extent && resource.extent.coords);
+  drawLayers([{ name: resource.alternate, title: resource.title, opacity: 1, visible: true,
+    version: resource.last_updated }], resource.extent && resource.extent.coords);
 }
 
 // A map's layers, in their order, each with its opacity and visibility.
@@ -85,6 +60,7 @@ async function showMapLayers(resource, serial) {
   const layers = [...(record.maplayers || [])].sort((a, b) => (a.order ?? 0) - (b.order ?? 0)).map((l) => ({
     name: (l.dataset && l.dataset.alternate) || l.name,
     title: (l.dataset && l.dataset.title) || l.name,
+    style: l.current_style || '',
     opacity: typeof l.opacity === 'number' ? l.opacity : 1,
     visible: l.visibility !== false,
   })).filter((l) => l.name);
@@ -99,7 +75,7 @@ async function showMapLayers(resource, serial) {
   document.getElementById('map-layers-section').hidden = layers.length === 0;
   document.getElementById('resource-map').setAttribute('aria-label', `Map ${resource.title || ''}`.trim());
   const coords = resource.extent && resource.extent.coords;
-  drawLayers(layers, coords);
+  drawLayers(layers, coords, record.data && record.data.map);
   document.getElementById('map-layers-section').setAttribute('data-ready', 'true');
 }
 
@@ -161,33 +137,85 @@ async function showLinked(resource, serial) {
 
 const ROWS = 10;
 let attributeSerial = 0;
+// The table's query: sort column and direction, and the filter (CQL), kept across pages.
+let table = { resource: null, sort: null, descending: false, filter: '' };
 
-// A vector dataset's attributes, a page at a time through the server's WFS (GeoJSON).
-async function showAttributes(resource, start) {
+// A quoted CQL literal: a number as is, text in single quotes (a quote doubled).
+function literal(value) {
+  const text = value.trim();
+  return /^-?\d+(\.\d+)?$/.test(text) ? text : `'${text.replace(/'/g, "''")}'`;
+}
+
+export function cqlFilter(column, operator, value) {
+  if (!column || !value.trim()) return '';
+  const name = /^[A-Za-z_][A-Za-z0-9_]*$/.test(column) ? column : `"${column.replace(/"/g, '""')}"`;
+  if (operator === 'contains') {
+    const escaped = value.trim().replace(/'/g, "''").replace(/[%_\\]/g, '');
+    return `${name} ILIKE '%${escaped}%'`;
+  }
+  return `${name} ${operator} ${literal(value)}`;
+}
+
+function sortButton(column) {
+  const sorted = table.sort === column;
+  // The direction shows through the header's aria-sort (and an arrow drawn by the style sheet).
+  const button = el('button', { type: 'button', class: 'sort-button', 'data-column': column }, column);
+  button.addEventListener('click', () => {
+    table.descending = sorted ? !table.descending : false;
+    table.sort = column;
+    showAttributes(table.resource, 0, column);
+  });
+  return button;
+}
+
+// A vector dataset's attributes, a page at a time through the server's WFS (GeoJSON), sorted
+// (SORTBY) and filtered (CQL_FILTER) by the server.
+async function showAttributes(resource, start, focusColumn) {
   const section = document.getElementById('attributes');
   const serial = ++attributeSerial;
+  table.resource = resource;
   const params = new URLSearchParams({
     service: 'WFS', version: '2.0.0', request: 'GetFeature', typeNames: resource.alternate,
     outputFormat: 'application/json', count: String(ROWS), startIndex: String(start),
   });
+  if (table.sort) params.set('sortBy', `${table.sort} ${table.descending ? 'DESC' : 'ASC'}`);
+  if (table.filter) params.set('CQL_FILTER', table.filter);
+  const error = document.getElementById('rows-error');
   let data;
   try {
     data = await getJson(`${base}/ows?${params}`);
-  } catch {
-    if (serial === attributeSerial) section.hidden = true;
+  } catch (failure) {
+    if (serial !== attributeSerial) return;
+    if (table.filter || table.sort) {
+      error.textContent = `The rows could not be read with this filter (${failure.message}).`;
+    } else {
+      section.hidden = true;
+    }
     return;
   }
   if (serial !== attributeSerial) return;
+  error.textContent = '';
   const features = data.features || [];
-  const columns = [];
-  for (const feature of features) {
-    for (const key of Object.keys(feature.properties || {})) if (!columns.includes(key)) columns.push(key);
+  if (!table.columns || !table.columns.length) {
+    const columns = [];
+    for (const feature of features) {
+      for (const key of Object.keys(feature.properties || {})) if (!columns.includes(key)) columns.push(key);
+    }
+    table.columns = columns;
+    const select = document.getElementById('filter-column');
+    select.replaceChildren(...columns.map((c) => el('option', { value: c }, c)));
   }
-  const table = document.getElementById('attribute-table');
+  const columns = table.columns;
+  const node = document.getElementById('attribute-table');
   const headRow = el('tr');
-  for (const column of columns) headRow.append(el('th', { scope: 'col' }, column));
-  table.tHead.replaceChildren(headRow);
-  const body = table.tBodies[0];
+  for (const column of columns) {
+    const sorted = table.sort === column;
+    const th = el('th', { scope: 'col', 'aria-sort': sorted ? (table.descending ? 'descending' : 'ascending') : 'none' });
+    th.append(sortButton(column));
+    headRow.append(th);
+  }
+  node.tHead.replaceChildren(headRow);
+  const body = node.tBodies[0];
   body.replaceChildren();
   for (const feature of features) {
     const row = el('tr');
@@ -198,6 +226,7 @@ async function showAttributes(resource, start) {
     body.append(row);
   }
   const total = Number.isInteger(data.numberMatched) ? data.numberMatched : null;
+  if (total !== null && !table.filter) showFeatureCount(document.getElementById('resource-metadata'), total);
   const info = document.getElementById('rows-info');
   info.textContent = features.length
     ? `Rows ${start + 1}–${start + features.length}${total !== null ? ` of ${total}` : ''}` : 'No rows';
@@ -207,8 +236,29 @@ async function showAttributes(resource, start) {
   next.disabled = total !== null ? start + features.length >= total : features.length < ROWS;
   prev.onclick = () => showAttributes(resource, Math.max(0, start - ROWS));
   next.onclick = () => showAttributes(resource, start + ROWS);
+  if (focusColumn) {
+    const button = node.tHead.querySelector(`button[data-column="${CSS.escape(focusColumn)}"]`);
+    if (button) button.focus();
+  }
   section.hidden = false;
   section.setAttribute('data-ready', 'true');
+  section.dataset.query = params.toString();
+}
+
+function setupRowsFilter() {
+  const form = document.getElementById('rows-filter');
+  if (form.dataset.bound) return;
+  form.dataset.bound = 'true';
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    table.filter = cqlFilter(form.elements.column.value, form.elements.operator.value, form.elements.value.value);
+    showAttributes(table.resource, 0);
+  });
+  document.getElementById('filter-clear').addEventListener('click', () => {
+    form.elements.value.value = '';
+    table.filter = '';
+    showAttributes(table.resource, 0);
+  });
 }
 
 export async function showResource(route) {
@@ -223,6 +273,11 @@ export async function showResource(route) {
   const links = document.getElementById('resource-links');
   const thumbnail = document.getElementById('resource-thumbnail');
   for (const node of [meta, keywords, links]) node.replaceChildren();
+  document.getElementById('download-menu').hidden = true;
+  document.getElementById('services').hidden = true;
+  table = { resource: null, sort: null, descending: false, filter: '', columns: null };
+  document.getElementById('rows-error').textContent = '';
+  document.getElementById('filter-value').value = '';
   document.getElementById('resource-figure').hidden = true;
   document.getElementById('resource-map').removeAttribute('data-loaded');
   for (const id of ['map-layers-section', 'document-view', 'linked-resources']) {
@@ -232,7 +287,7 @@ export async function showResource(route) {
   hideEditing();
   const editMap = document.getElementById('edit-map');
   if (editMap) editMap.remove();
-  thumbnail.hidden = true;
+  document.getElementById('thumbnail-figure').hidden = true;
   error.hidden = true;
   attributeSerial += 1;
   document.getElementById('attributes').hidden = true;
@@ -258,23 +313,29 @@ export async function showResource(route) {
   title.textContent = resource.title || '(untitled)';
   document.title = `${resource.title || 'Resource'} · Cartotheca`;
   document.getElementById('resource-abstract').textContent = resource.abstract || '';
-  addMeta(meta, 'Type', resource.subtype ? `${resource.resource_type} (${resource.subtype})` : resource.resource_type);
-  addMeta(meta, 'Owner', resource.owner && resource.owner.username);
-  addMeta(meta, 'Category', resource.category && (resource.category.gn_description || resource.category.identifier));
-  addMeta(meta, 'Date', resource.date && resource.date.slice(0, 10));
-  addMeta(meta, 'License', resource.license && resource.license.identifier);
-  addMeta(meta, 'Regions', (resource.regions || []).map((r) => r.name).join(', '));
-  addMeta(meta, 'Layer name', resource.alternate);
+  let dataset = null;
+  if (resource.resource_type === 'dataset') {
+    try {
+      dataset = (await getJson(api(`datasets/${Number(resource.pk)}`))).dataset;
+    } catch { /* the panel shows what the resource's record has */ }
+    if (serial !== resourceSerial) return;
+  }
+  describeResource(meta, resource, dataset);
+  showDownloads(resource);
+  showServices(resource);
   for (const keyword of resource.keywords || []) keywords.append(el('li', {}, keyword.name));
   const thumb = safeUrl(resource.thumbnail_url);
   if (thumb) {
     thumbnail.setAttribute('src', thumb);
     thumbnail.setAttribute('alt', `Thumbnail of ${resource.title || 'the resource'}`);
-    thumbnail.onerror = () => { thumbnail.hidden = true; };
-    thumbnail.hidden = false;
+    thumbnail.onerror = () => { document.getElementById('thumbnail-figure').hidden = true; };
+    // A dataset's thumbnail repeats its map: shown for the other kinds only.
+    document.getElementById('thumbnail-figure').hidden = resource.resource_type === 'dataset';
   }
   const seen = new Set();
   for (const link of resource.links || []) {
+    const kind = link.link_type || '';
+    if (kind === 'data' || kind === 'original' || kind.startsWith('OGC:')) continue; // in the menus above
     const href = safeUrl(link.url);
     if (!href || seen.has(link.url)) continue;
     seen.add(link.url);
@@ -300,6 +361,7 @@ export async function showResource(route) {
     title.after(para);
   }
   if (resource.resource_type === 'dataset' && resource.alternate && resource.subtype !== 'raster') {
+    setupRowsFilter();
     showAttributes(resource, 0);
   }
   view.setAttribute('data-ready', 'true');

@@ -130,6 +130,7 @@ def test_compose_reorder_style_and_save_a_map(live_server, api, data, new_page):
     expect(added).to_have_attribute("aria-disabled", "true")
     add(page, "Navy squares")
     assert layer_titles(page) == ["Navy squares", "Coloured squares"]  # the newest on top
+    page.get_by_label("Basemap").select_option("none")  # the layers over white (basemap: test_maps)
     everything = {**{PROBES[n]: NAVY for n in PROBES}, OUTSIDE: WHITE}
     expect_colours(page, "#composer-map", "data-rendered", everything)
 
@@ -165,6 +166,7 @@ def test_compose_reorder_style_and_save_a_map(live_server, api, data, new_page):
     page.wait_for_selector("#map-layers-section[data-ready='true']", state="attached")
     expect(page.locator("#map-layers li")).to_have_text(
         ["Navy squares · opacity 50 %", "Coloured squares · opacity 100 % · hidden"])
+    page.get_by_label("Basemap").select_option("none")
     expect_colours(page, "#resource-map", "data-loaded='true'",
                    {lonlat: half_navy for lonlat in PROBES.values()})
     expect(page.get_by_role("link", name="Edit map")).to_have_attribute("href", f"/maps/{map_id}/edit")

@@ -155,6 +155,8 @@ def test_dataset_page_shows_metadata_links_and_its_map(live_server, api, catalog
     assert {link["url"] for link in record["links"] if link.get("url")} >= set(hrefs)
 
     page.wait_for_selector("#resource-map[data-loaded='true']", state="attached")
+    # The data alone, over white: the basemap (checked in test_maps) is switched off.
+    page.get_by_label("Basemap").select_option("none")
     box = page.locator("#resource-map").bounding_box()
     width, height = round(box["width"]), round(box["height"])
     to_3857 = Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)

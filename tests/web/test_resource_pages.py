@@ -68,6 +68,7 @@ def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_ser
     expect(page.locator("#map-layers li")).to_have_text(
         ["Squares · opacity 50 %", "Squares · opacity 100 % · hidden"])
     page.wait_for_selector("#resource-map[data-loaded='true']", state="attached")
+    page.get_by_label("Basemap").select_option("none")  # the layers over white (basemap: test_maps)
     # The map's own extent is fitted; find the squares' pixels from the map view itself.
     box = page.locator("#resource-map").bounding_box()
     width = round(box["width"])
