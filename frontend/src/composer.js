@@ -151,14 +151,19 @@ function visibilityControl(layer) {
   return group;
 }
 
-// The dataset's styles (its default first); the map layer keeps the one chosen.
+// The dataset's styles, its default first (chosen as '': the map follows a change of default);
+// the map layer keeps the one chosen.
 function styleControl(layer) {
   const id = `layer-${layer.key}-style`;
   const select = el('select', { id, class: 'layer-style', 'data-action': 'style' });
-  select.append(el('option', { value: '' }, 'Default style'));
-  for (const style of layer.styles || []) {
-    const name = style.workspace ? `${style.workspace}:${style.name}` : style.name;
-    select.append(el('option', { value: name }, style.sld_title || style.name));
+  const styles = layer.styles || [];
+  const fullName = (style) => (style.workspace ? `${style.workspace}:${style.name}` : style.name);
+  const defaultName = layer.defaultStyle ? fullName(layer.defaultStyle) : (styles[0] && fullName(styles[0]));
+  const label = (style) => style.sld_title || style.name;
+  const first = styles.find((s) => fullName(s) === defaultName);
+  select.append(el('option', { value: '' }, first ? `${label(first)} (default)` : 'Default style'));
+  for (const style of styles) {
+    if (fullName(style) !== defaultName) select.append(el('option', { value: fullName(style) }, label(style)));
   }
   if (layer.style && ![...select.options].some((o) => o.value === layer.style)) {
     select.append(el('option', { value: layer.style }, layer.style));
@@ -209,7 +214,8 @@ function newLayer(fields) {
 function addDataset(dataset) {
   const title = dataset.title || dataset.alternate;
   const layer = newLayer({ dataset: Number(dataset.pk), name: dataset.alternate, title,
-    extent: dataset.extent && dataset.extent.coords, styles: dataset.styles || [] });
+    extent: dataset.extent && dataset.extent.coords, styles: dataset.styles || [],
+    defaultStyle: dataset.default_style || null });
   layers.unshift(layer); // a new layer goes on top, as in every layer panel
   renderLayers();
   syncPreview();
@@ -300,6 +306,7 @@ async function loadMap(mapId) {
     visible: l.visibility !== false,
     style: l.current_style || '',
     styles: (l.dataset && l.dataset.styles) || [],
+    defaultStyle: (l.dataset && l.dataset.default_style) || null,
   }));
   return record;
 }
