@@ -187,15 +187,68 @@ function setupPermissionForms(resource) {
   };
 }
 
+// The choices of a reference list (categories), read once per page.
+const choices = {};
+function referenceChoices(name) {
+  if (!choices[name]) {
+    choices[name] = getJson(api(`${name}?page_size=200`)).then((data) => data[name] || []).catch(() => []);
+  }
+  return choices[name];
+}
+
+async function fillChoices(select, name, label, current) {
+  const items = await referenceChoices(name);
+  select.replaceChildren(el('option', { value: '' }, 'None'),
+    ...items.map((item) => el('option', { value: item.identifier }, label(item))));
+  select.value = current || '';
+}
+
+const day = (value) => (typeof value === 'string' ? value.slice(0, 10) : '');
+const usernames = (text) => text.split(',').map((u) => u.trim()).filter(Boolean);
+
+// The form's fields beyond title, abstract and keywords as the API takes them: only those the
+// user changed are sent, so a value the form shows less precisely (a date's time) is kept.
+function moreFields(form, resource) {
+  const e = form.elements;
+  return {
+    category: [e.category.value, (resource.category && resource.category.identifier) || '', (v) => v || null],
+    license: [e.license.value.trim(), (resource.license && resource.license.identifier) || '', (v) => v || null],
+    date: [e.date.value, day(resource.date), (v) => v || null],
+    date_type: [e.date_type.value, resource.date_type || 'publication', (v) => v],
+    temporal_extent_start: [e.temporal_extent_start.value, day(resource.temporal_extent_start), (v) => v || null],
+    temporal_extent_end: [e.temporal_extent_end.value, day(resource.temporal_extent_end), (v) => v || null],
+    purpose: [e.purpose.value, resource.raw_purpose || resource.purpose || '', (v) => v],
+    constraints_other: [e.constraints_other.value, resource.raw_constraints_other || resource.constraints_other || '', (v) => v],
+    attribution: [e.attribution.value, resource.attribution || '', (v) => v],
+    poc: [usernames(e.poc.value).join(','), (resource.poc || []).map((u) => u.username).join(','),
+      (v) => usernames(v).map((username) => ({ username }))],
+  };
+}
+
 function setupMetadataForm(resource, reload) {
   const form = document.getElementById('edit-form');
-  form.elements.title.value = resource.title || '';
-  form.elements.abstract.value = resource.abstract || '';
-  form.elements.keywords.value = (resource.keywords || []).map((k) => k.name).join(', ');
+  const e = form.elements;
+  e.title.value = resource.title || '';
+  e.abstract.value = resource.abstract || '';
+  e.keywords.value = (resource.keywords || []).map((k) => k.name).join(', ');
+  fillChoices(e.category, 'categories', (c) => c.gn_description || c.identifier,
+    resource.category && resource.category.identifier);
+  e.license.value = (resource.license && resource.license.identifier) || '';
+  e.date.value = day(resource.date);
+  e.date_type.value = resource.date_type || 'publication';
+  e.temporal_extent_start.value = day(resource.temporal_extent_start);
+  e.temporal_extent_end.value = day(resource.temporal_extent_end);
+  e.purpose.value = resource.raw_purpose || resource.purpose || '';
+  e.constraints_other.value = resource.raw_constraints_other || resource.constraints_other || '';
+  e.attribution.value = resource.attribution || '';
+  e.poc.value = (resource.poc || []).map((u) => u.username).join(', ');
   form.onsubmit = async (event) => {
     event.preventDefault();
-    const keywords = form.elements.keywords.value.split(',').map((k) => k.trim()).filter(Boolean);
-    const body = { title: form.elements.title.value, abstract: form.elements.abstract.value, keywords };
+    const keywords = e.keywords.value.split(',').map((k) => k.trim()).filter(Boolean);
+    const body = { title: e.title.value, abstract: e.abstract.value, keywords };
+    for (const [key, [value, initial, wire]] of Object.entries(moreFields(form, resource))) {
+      if (value !== initial) body[key] = wire(value);
+    }
     say('edit-status', 'Saving…');
     const response = await send('PATCH', api(`resources/${resource.pk}`), body);
     if (!response.ok) {

@@ -355,3 +355,43 @@ def test_csp_allows_the_operator_basemap_host_only_when_set(make_settings):
         make_settings(WEB_BASEMAP_URL="javascript:alert(1)//{z}/{x}/{y}")
     with pytest.raises(ValueError, match="WEB_BASEMAP_URL"):
         make_settings(WEB_BASEMAP_URL="https://tiles.example.org/tile.png")
+
+
+def test_metadata_form_edits_category_licence_dates_purpose_and_contacts(live_server, api, data, new_page):
+    page, watch = new_page()
+    response = page.request.post(f"{live_server.url}account/login",
+                                 data={"username": "admin", "password": ADMIN_PASSWORD})
+    assert response.ok, response.text()
+    page.goto(f"{live_server.url}catalogue/#/dataset/{data['raster']}")
+    expect(page.locator("#edit-section")).to_be_visible()
+    category = page.get_by_label("Category")
+    expect(category.locator("option")).not_to_have_count(1)  # the categories came from the API
+    category.select_option(index=1)
+    chosen_category = category.input_value()
+    # The licence the ISO file gave the squares, by its identifier.
+    chosen_licence = api.ok("GET", f"api/v2/resources/{data['squares']}")["resource"]["license"]["identifier"]
+    page.get_by_label("Licence (its identifier, such as CC-BY-4.0)").fill(chosen_licence)
+    page.get_by_label("Temporal extent from").fill("2015-03-01")
+    page.get_by_label("Temporal extent to").fill("2016-02-29")
+    page.get_by_label("Purpose").fill("Terrain analysis")
+    page.get_by_label("Other constraints").fill("Cite the survey.")
+    page.get_by_label("Attribution").fill("Survey office")
+    page.get_by_label("Points of contact (usernames, separated by commas)").fill("ana")
+    page.get_by_role("button", name="Save the metadata").click()
+    page.wait_for_selector("#edit-section[data-saved='true']", state="attached")
+    record = api.ok("GET", f"api/v2/resources/{data['raster']}")["resource"]
+    assert record["category"]["identifier"] == chosen_category
+    assert record["license"]["identifier"] == chosen_licence
+    temporal = (record["temporal_extent_start"][:10], record["temporal_extent_end"][:10])
+    assert temporal == ("2015-03-01", "2016-02-29")
+    assert (record["purpose"], record["constraints_other"], record["attribution"]) == \
+        ("Terrain analysis", "Cite the survey.", "Survey office")
+    assert [user["username"] for user in record["poc"]] == ["ana"]
+    # The page shows them back, and a bad contact is refused in words.
+    meta = page.locator("#resource-metadata")
+    expect(meta).to_contain_text("Terrain analysis")
+    expect(meta).to_contain_text("Ana Lima (ana)")
+    page.get_by_label("Points of contact (usernames, separated by commas)").fill("nobody-such")
+    page.get_by_role("button", name="Save the metadata").click()
+    expect(page.locator("#edit-status")).to_contain_text("Not saved: poc: unknown user")
+    assert not (watch.dialogs or watch.page_errors), watch
