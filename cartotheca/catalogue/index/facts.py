@@ -7,7 +7,8 @@ batch size, not by the catalogue.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -26,6 +27,11 @@ BATCH = 5000
 RESOURCE_COLUMNS = (Resource.id, Resource.owner_id, Resource.group_id, Resource.is_published,
                     Resource.is_approved, Resource.advertised, Resource.featured,
                     Resource.resource_type, Resource.subtype, Resource.category_id)
+# The columns of a full build, in ``Facts``' states and single values.
+STATE_COLUMNS = {"advertised": Resource.advertised, "published": Resource.is_published,
+                 "approved": Resource.is_approved, "featured": Resource.featured}
+VALUE_COLUMNS = {"owner": Resource.owner_id, "group": Resource.group_id, "type": Resource.resource_type,
+                 "subtype": Resource.subtype, "category": Resource.category_id}
 LINKS = (("keyword", resource_keywords.c.resource_id, resource_keywords.c.keyword_id),
          ("region", resource_regions.c.resource_id, resource_regions.c.region_id),
          ("tkeyword", resource_tkeywords.c.resource_id, resource_tkeywords.c.tkeyword_id))
@@ -68,36 +74,44 @@ def _batches(conn: Connection, stmt) -> Iterator[Sequence[Any]]:
 
 
 def stream_facts(conn: Connection, into: Bitmaps) -> None:
-    """Fill ``into`` with every resource's facts, reading each table once in batches."""
-    for rows in _batches(conn, select(*RESOURCE_COLUMNS)):
-        into.all.update(row.id for row in rows)
-        groups: dict[tuple[str, Any], list[int]] = {}
-        for row in rows:
-            facts = _facts(row)
-            for name, on in facts.states().items():
-                if on:
-                    groups.setdefault(("state", name), []).append(row.id)
-            for family, keys in facts.values().items():
-                for key in keys:
-                    groups.setdefault((family, key), []).append(row.id)
-        _add(into, groups)
+    """Fill ``into`` with every resource's facts, reading each table once in batches.
+
+    Column by column rather than row by row: a batch is split into its columns once and each
+    column is grouped by value in a tight loop, with no per-resource ``Facts`` (building those
+    made a full build of 1,000,000 resources take ~26 s). The sets are the ones ``Facts`` and
+    ``Bitmaps.set_resource`` give: a true state joins its set, a value other than None its own.
+    """
+    for rows in _batches(conn, select(Resource.id, *STATE_COLUMNS.values(), *VALUE_COLUMNS.values())):
+        ids, *columns = zip(*rows, strict=True)
+        into.all.update(ids)
+        for name, flags in zip(STATE_COLUMNS, columns, strict=False):
+            into.state[name].update(compress(ids, flags))
+        for family, keys in zip(VALUE_COLUMNS, columns[len(STATE_COLUMNS):], strict=True):
+            _add(into, family, _grouped(zip(ids, keys, strict=True)))
+    grants = ({}, {})  # by user, by group
     for rows in _batches(conn, _grants()):
-        groups = {}
         for rid, user_id, group_id in rows:
-            key = ("grant_user", user_id) if user_id is not None else ("grant_group", group_id)
-            groups.setdefault(key, []).append(rid)
-        _add(into, groups)
+            if user_id is not None:
+                grants[0].setdefault(user_id, []).append(rid)
+            else:
+                grants[1].setdefault(group_id, []).append(rid)
+        for family, groups in zip(("grant_user", "grant_group"), grants, strict=True):
+            _add(into, family, groups)
+            groups.clear()
     for family, ref, value in LINKS:
         for rows in _batches(conn, select(ref, value)):
-            groups = {}
-            for rid, key in rows:
-                groups.setdefault((family, key), []).append(rid)
-            _add(into, groups)
+            _add(into, family, _grouped(rows))
 
 
-def _add(into: Bitmaps, groups: dict[tuple[str, Any], list[int]]) -> None:
-    for (family, key), ids in groups.items():
-        if family == "state":
-            into.state[key].update(ids)
-        else:
-            into.add_many(family, key, ids)
+def _grouped(pairs: Iterable[tuple[int, Any]]) -> dict[Any, list[int]]:
+    """Resource ids by value, None left out."""
+    groups: dict[Any, list[int]] = {}
+    for rid, key in pairs:
+        if key is not None:
+            groups.setdefault(key, []).append(rid)
+    return groups
+
+
+def _add(into: Bitmaps, family: str, groups: dict[Any, list[int]]) -> None:
+    for key, ids in groups.items():
+        into.add_many(family, key, ids)
