@@ -11,6 +11,7 @@ import { setupComposer } from './composer.js';
 import { setupDashboard } from './dashboard.js';
 import { setupUpload } from './upload.js';
 import { setupApplications } from './applications.js';
+import { setupMenu } from './menu.js';
 
 let routed = null;
 
@@ -30,6 +31,7 @@ function route() {
 
 function start() {
   const page = document.body.dataset.page;
+  setupMenu();
   const signedIn = setupAccountNav();
   if (page === 'catalogue') {
     configureCatalogue(signedIn, () => { routed = window.location.href; });

@@ -3,6 +3,8 @@
 import { api, base, getJson, send } from './api.js';
 import { el, safeUrl } from './dom.js';
 import { formatExtent, parseExtent, setupAreaFilter, showArea } from './extent.js';
+import { placeholder } from './placeholders.js';
+import { setupResultsMap, showFootprints } from './resultsmap.js';
 
 const PAGE_SIZE = 10;
 const TYPES = [
@@ -122,22 +124,62 @@ async function facetValues(state, facet) {
 
 let searchSerial = 0;
 
+const DATE_FORMAT = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', year: 'numeric', timeZone: 'UTC' });
+
+function cardThumbnail(resource) {
+  const frame = el('div', { class: 'card-thumb' });
+  const drawn = placeholder(resource);
+  const thumb = safeUrl(resource.thumbnail_url);
+  if (thumb) {
+    const img = el('img', { class: 'thumb', src: thumb, alt: '', loading: 'lazy' });
+    img.addEventListener('error', () => img.replaceWith(drawn));
+    frame.append(img);
+  } else {
+    frame.append(drawn);
+  }
+  return frame;
+}
+
+// "Owner: name", "Category: label" and the date: the facts a reader scans a list by.
+function cardFacts(resource) {
+  const facts = el('p', { class: 'card-meta' });
+  const owner = resource.owner && resource.owner.username;
+  if (owner) {
+    const span = el('span', { class: 'card-owner' });
+    span.append(el('span', { class: 'visually-hidden' }, 'Owner: '), document.createTextNode(String(owner)));
+    facts.append(span);
+  }
+  const when = resource.date ? new Date(resource.date) : null;
+  if (when && !Number.isNaN(when.getTime())) {
+    facts.append(el('time', { class: 'card-date', datetime: when.toISOString() }, DATE_FORMAT.format(when)));
+  }
+  return facts;
+}
+
+function cardBadges(resource) {
+  const badges = el('p', { class: 'card-badges' });
+  const type = String(resource.resource_type || '');
+  badges.append(el('span', { class: `kind badge badge-${type}` }, resource.subtype && type === 'dataset'
+    ? `${type} · ${resource.subtype}` : type));
+  const category = resource.category && (resource.category.gn_description || resource.category.identifier);
+  if (category) {
+    const span = el('span', { class: 'card-category' });
+    span.append(el('span', { class: 'visually-hidden' }, 'Category: '), document.createTextNode(String(category)));
+    badges.append(span);
+  }
+  return badges;
+}
+
 function renderCards(list, resources, user) {
   list.replaceChildren();
   for (const resource of resources) {
-    const item = el('li', { class: 'card', 'data-id': resource.pk });
-    const thumb = safeUrl(resource.thumbnail_url);
-    if (thumb) {
-      const img = el('img', { src: thumb, alt: '', loading: 'lazy' });
-      img.addEventListener('error', () => img.remove());
-      item.append(img);
-    }
-    const text = el('div');
+    const item = el('li', { class: 'card', 'data-id': resource.pk, 'data-type': resource.resource_type });
+    item.append(cardThumbnail(resource));
+    const text = el('div', { class: 'card-body' });
     const heading = el('h3');
     const href = safeUrl(resource.detail_url) || `${base}/catalogue/#/${resource.resource_type}/${resource.pk}`;
     heading.append(el('a', { href, class: 'result-link' }, resource.title || '(untitled)'));
-    text.append(heading, el('span', { class: 'kind' }, resource.subtype && resource.resource_type === 'dataset'
-      ? `${resource.resource_type} · ${resource.subtype}` : resource.resource_type));
+    text.append(heading, cardBadges(resource), cardFacts(resource));
     if (resource.abstract) {
       const abstract = resource.abstract.length > 240 ? `${resource.abstract.slice(0, 240)}…` : resource.abstract;
       text.append(el('p', { class: 'result-abstract' }, abstract));
@@ -153,6 +195,7 @@ function renderCards(list, resources, user) {
 function renderResults(data, user) {
   const resources = data.resources || [];
   renderCards(document.getElementById('results'), resources, user);
+  showFootprints(resources);
   const page = data.page || 1;
   const first = (page - 1) * PAGE_SIZE + 1;
   document.getElementById('result-count').textContent = resources.length
@@ -232,6 +275,7 @@ export async function search() {
   } catch (error) {
     if (serial !== searchSerial) return;
     results.replaceChildren();
+    showFootprints([]);
     document.getElementById('result-count').textContent = `The search failed (${error.message}).`;
   }
   results.setAttribute('data-ready', 'true');
@@ -296,5 +340,20 @@ export function setupSearch() {
     for (const facet of FACETS) state[facet.key] = '';
     navigate({ ...state, favorite: false, extent: '', page: 1 });
   });
+  setupFilterPanel();
   setupAreaFilter((extent) => navigate({ ...readState(), extent, page: 1 }));
+  setupResultsMap();
+}
+
+// The filters fold behind their heading's button; on a narrow screen they start folded, so the
+// results come first.
+function setupFilterPanel() {
+  const toggle = document.getElementById('filters-toggle');
+  const panel = document.getElementById('filter-panel');
+  const setOpen = (open) => {
+    toggle.setAttribute('aria-expanded', String(open));
+    panel.hidden = !open;
+  };
+  toggle.addEventListener('click', () => setOpen(toggle.getAttribute('aria-expanded') !== 'true'));
+  setOpen(!window.matchMedia('(max-width: 48rem)').matches);
 }

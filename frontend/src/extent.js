@@ -1,11 +1,11 @@
 // The catalogue's area filter: a small world map (Natural Earth's countries, served by this
-// server, so it works offline) on which a box is drawn, or whose current view becomes the area.
+// server, so it works offline; see world.js) on which a box is drawn, or whose current view
+// becomes the area.
 // The area is the API's `extent` filter (west,south,east,north in degrees).
 import Feature from 'ol/Feature.js';
 import Map from 'ol/Map.js';
 import View from 'ol/View.js';
 import { defaults as defaultControls } from 'ol/control/defaults.js';
-import TopoJSON from 'ol/format/TopoJSON.js';
 import { fromExtent } from 'ol/geom/Polygon.js';
 import DragBox from 'ol/interaction/DragBox.js';
 import VectorLayer from 'ol/layer/Vector.js';
@@ -13,6 +13,7 @@ import VectorSource from 'ol/source/Vector.js';
 import Fill from 'ol/style/Fill.js';
 import Stroke from 'ol/style/Stroke.js';
 import Style from 'ol/style/Style.js';
+import { countriesLayer } from './world.js';
 
 const WORLD = [-180, -90, 180, 90];
 
@@ -45,6 +46,20 @@ function describe(extent) {
     + `${degrees(south, 'N', 'S')} to ${degrees(north, 'N', 'S')}.`;
 }
 
+// The whole world in view, as soon as the map has a size (in a folded filter panel it has none).
+export function fitWorldOnceShown(map) {
+  const fit = () => {
+    const size = map.getSize();
+    if (!size || !size[0] || !size[1]) return false;
+    map.getView().fit(WORLD, { size });
+    return true;
+  };
+  if (!fit()) {
+    const listener = () => { if (fit()) map.un('change:size', listener); };
+    map.on('change:size', listener);
+  }
+}
+
 let area = null; // { map, box, view, text, clear, draw }
 
 // Builds the map once; `apply(extentText | '')` navigates to the new filter.
@@ -52,17 +67,13 @@ export function setupAreaFilter(apply) {
   const target = document.getElementById('area-map');
   if (!target || area) return;
   const box = new VectorSource();
-  const countries = new VectorSource({ format: new TopoJSON(), url: target.dataset.worldUrl });
   const view = new View({ projection: 'EPSG:4326', center: [0, 20], zoom: 0, extent: WORLD,
     constrainOnlyCenter: true, showFullExtent: true });
   const map = new Map({
     target,
     controls: defaultControls({ rotate: false, attributionOptions: { collapsible: false } }),
     layers: [
-      new VectorLayer({
-        source: countries,
-        style: new Style({ fill: new Fill({ color: '#e8eef3' }), stroke: new Stroke({ color: '#8da2b5', width: 0.5 }) }),
-      }),
+      countriesLayer(target.dataset.worldUrl),
       new VectorLayer({
         source: box,
         style: new Style({ fill: new Fill({ color: 'rgba(11, 83, 148, 0.15)' }),
@@ -71,7 +82,7 @@ export function setupAreaFilter(apply) {
     ],
     view,
   });
-  map.getView().fit(WORLD, { size: map.getSize() || [target.clientWidth, target.clientHeight] });
+  fitWorldOnceShown(map);
   const draw = document.getElementById('area-draw');
   const dragBox = new DragBox({ condition: () => true, className: 'area-dragbox' });
   dragBox.setActive(false);
