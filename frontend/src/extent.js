@@ -16,6 +16,9 @@ import Style from 'ol/style/Style.js';
 import { countriesLayer } from './world.js';
 
 const WORLD = [-180, -90, 180, 90];
+// Degrees per pixel at the widest: OpenLayers' default (the world on 256 pixels) would not let
+// a narrow map show the whole world.
+export const MAX_RESOLUTION = 360 / 64;
 
 // "w,s,e,n" from the URL, or null when it is not four numbers making a box on the globe.
 export function parseExtent(text) {
@@ -46,17 +49,20 @@ function describe(extent) {
     + `${degrees(south, 'N', 'S')} to ${degrees(north, 'N', 'S')}.`;
 }
 
-// The whole world in view, as soon as the map has a size (in a folded filter panel it has none).
-export function fitWorldOnceShown(map) {
+// The whole world in view, as soon as the map has a size (in a folded filter panel it has none)
+// and whenever the page's layout resizes it, until the user pans, zooms or draws on it.
+export function keepWorldFitted(map) {
+  let moved = false;
   const fit = () => {
     const size = map.getSize();
-    if (!size || !size[0] || !size[1]) return false;
+    if (moved || !size || !size[0] || !size[1]) return;
     map.getView().fit(WORLD, { size });
-    return true;
   };
-  if (!fit()) {
-    const listener = () => { if (fit()) map.un('change:size', listener); };
-    map.on('change:size', listener);
+  fit();
+  map.on('change:size', fit);
+  const target = map.getTargetElement();
+  for (const type of ['pointerdown', 'wheel', 'keydown']) {
+    target.addEventListener(type, () => { moved = true; }, { capture: true });
   }
 }
 
@@ -68,7 +74,7 @@ export function setupAreaFilter(apply) {
   if (!target || area) return;
   const box = new VectorSource();
   const view = new View({ projection: 'EPSG:4326', center: [0, 20], zoom: 0, extent: WORLD,
-    constrainOnlyCenter: true, showFullExtent: true });
+    constrainOnlyCenter: true, showFullExtent: true, maxResolution: MAX_RESOLUTION });
   const map = new Map({
     target,
     controls: defaultControls({ rotate: false, attributionOptions: { collapsible: false } }),
@@ -82,7 +88,7 @@ export function setupAreaFilter(apply) {
     ],
     view,
   });
-  fitWorldOnceShown(map);
+  keepWorldFitted(map);
   const draw = document.getElementById('area-draw');
   const dragBox = new DragBox({ condition: () => true, className: 'area-dragbox' });
   dragBox.setActive(false);

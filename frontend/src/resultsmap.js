@@ -11,11 +11,11 @@ import Fill from 'ol/style/Fill.js';
 import Stroke from 'ol/style/Stroke.js';
 import Style from 'ol/style/Style.js';
 import { boxGeometry } from './antimeridian.js';
-import { fitWorldOnceShown } from './extent.js';
+import { MAX_RESOLUTION, keepWorldFitted } from './extent.js';
 import { countriesLayer } from './world.js';
 
-const FOOTPRINT = new Style({ fill: new Fill({ color: 'rgba(192, 80, 0, 0.12)' }), stroke: new Stroke({ color: '#c05000', width: 1.5 }) });
-const HIGHLIGHTED = new Style({ fill: new Fill({ color: 'rgba(192, 80, 0, 0.45)' }), stroke: new Stroke({ color: '#7a2e00', width: 3 }), zIndex: 1 });
+const FOOTPRINT = new Style({ fill: new Fill({ color: 'rgba(192, 80, 0, 0.25)' }), stroke: new Stroke({ color: '#c05000', width: 1.5 }) });
+const HIGHLIGHTED = new Style({ fill: new Fill({ color: 'rgba(192, 80, 0, 0.55)' }), stroke: new Stroke({ color: '#7a2e00', width: 3 }), zIndex: 1 });
 
 let results = null; // { map, source, target, highlighted }
 
@@ -26,7 +26,9 @@ function lonLatBox(resource) {
   if (!Array.isArray(coords) || coords.length !== 4 || !coords.every(Number.isFinite)) return null;
   const [west, south, east, north] = coords;
   if (west === -180 && south === -90 && east === 180 && north === 90) return null;
-  if (south > north || west < -180 || east > 180 || south < -90 || north > 90) return null;
+  // Past 180° (a Pacific box reprojected from a local CRS: 170 to 190) or west east of east: it
+  // crosses the antimeridian, and is drawn on both edges of the map.
+  if (south > north || west < -180 || west > 180 || east < -180 || east > 540 || south < -90 || north > 90) return null;
   return coords;
 }
 
@@ -60,9 +62,9 @@ export function setupResultsMap() {
     controls: defaultControls({ rotate: false, attributionOptions: { collapsible: false } }),
     layers: [countriesLayer(target.dataset.worldUrl), new VectorLayer({ source, style: FOOTPRINT })],
     view: new View({ projection: 'EPSG:4326', center: [0, 0], zoom: 0, extent: [-180, -90, 180, 90],
-      constrainOnlyCenter: true, showFullExtent: true }),
+      constrainOnlyCenter: true, showFullExtent: true, maxResolution: MAX_RESOLUTION }),
   });
-  fitWorldOnceShown(map);
+  keepWorldFitted(map);
   map.on('pointermove', (event) => {
     if (event.dragging) return;
     let found = null;
