@@ -248,7 +248,7 @@ def test_catalogue_grid_cards_and_results_map(live_server, site, browser):
     expect(cards).to_have_count(10)
     visible = page.evaluate("""() => [...document.querySelectorAll('#results .card')].filter((card) => {
         const box = card.getBoundingClientRect();
-        return box.top >= 0 && box.bottom <= window.innerHeight && box.right <= window.innerWidth; }).length""")
+        return box.top >= 0 && box.bottom <= innerHeight && box.right <= innerWidth; }).length""")
     assert visible >= 9, visible
     for index in range(9):
         card = cards.nth(index)
@@ -260,11 +260,15 @@ def test_catalogue_grid_cards_and_results_map(live_server, site, browser):
                 for title in ("Alpine glaciers", "Elevation model", "Flood dashboard", "Campaign report")}
     expect(by_title["Alpine glaciers"].locator(".kind")).to_have_text("dataset")
     expect(by_title["Alpine glaciers"].locator(".card-category")).to_have_text("Category: Environment")
-    expect(by_title["Alpine glaciers"].locator(".card-date")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
+    expect(by_title["Alpine glaciers"].locator(".card-date")).to_have_attribute(
+        "datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
     # Without a thumbnail, a drawing of the kind of resource.
-    expect(by_title["Elevation model"].locator("svg.placeholder")).to_have_attribute("data-kind", "raster")
-    expect(by_title["Flood dashboard"].locator("svg.placeholder")).to_have_attribute("data-kind", "geoapp")
-    expect(by_title["Alpine glaciers"].locator("svg.placeholder")).to_have_attribute("data-kind", "vector")
+    expect(by_title["Elevation model"].locator(".placeholder")).to_have_attribute("data-kind", "raster")
+    expect(by_title["Flood dashboard"].locator(".placeholder")).to_have_attribute("data-kind", "geoapp")
+    expect(by_title["Alpine glaciers"].locator(".placeholder")).to_have_attribute("data-kind", "vector")
+    drawing = by_title["Flood dashboard"].locator(".placeholder")
+    expect(drawing).to_be_visible()
+    assert drawing.evaluate("(node) => getComputedStyle(node).backgroundImage").startswith('url("data:image/svg+xml')
     expect(by_title["Campaign report"].locator(".kind")).to_have_text("document")
 
     # The results map: one footprint per result with an extent of its own on this page.
@@ -296,8 +300,8 @@ def test_catalogue_grid_cards_and_results_map(live_server, site, browser):
     boreal.get_by_role("link").focus()
     expect(results_map).to_have_attribute("data-highlighted", str(site["Boreal forest plots"]))
     expect(boreal).to_have_class("card highlighted")
-    lit = map_image(page, "#results-map")[inside]
-    assert int(lit[0]) - int(lit[2]) > int(image[inside][0]) - int(image[inside][2]) + 20, (lit, image[inside])
+    lit, unlit = map_image(page, "#results-map")[inside], image[inside]
+    assert int(lit[0]) - int(lit[2]) > int(unlit[0]) - int(unlit[2]) + 20, (lit, unlit)
     page.locator("#search-input").focus()
     expect(results_map).to_have_attribute("data-highlighted", "")
     box = page.locator("#results-map .ol-viewport").bounding_box()
@@ -327,7 +331,8 @@ def test_countries_crossing_the_antimeridian_draw_no_line_across_the_area_map(li
     context = open_context(browser, live_server, "laptop", signed_in=False)
     page = context.new_page()
     only = countries_of({"Russia", "Fiji"})
-    page.route(re.compile(r".*/world-110m\.json(\?.*)?$"), lambda route: route.fulfill(body=only, content_type="application/json"))
+    page.route(re.compile(r".*/world-110m\.json(\?.*)?$"),
+               lambda route: route.fulfill(body=only, content_type="application/json"))
     page.goto(live_server.url)
     wait_catalogue(page)
     page.wait_for_function("document.querySelector('#area-map canvas') !== null")
