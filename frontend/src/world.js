@@ -21,9 +21,9 @@ function countriesSource(url) {
         const features = new TopoJSON({ layers: ['countries'] }).readFeatures(topology);
         for (const feature of features) feature.setGeometry(wrapGeometry(feature.getGeometry()));
         source.addFeatures(features);
-        source.set('loaded', true);
       })
-      .catch(() => source.set('loaded', false));
+      // Without their base map, the maps still show the area and the footprints.
+      .catch(() => {});
     sources.set(url, source);
   }
   return sources.get(url);
