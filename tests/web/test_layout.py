@@ -268,7 +268,8 @@ def test_catalogue_grid_cards_and_results_map(live_server, site, browser):
     expect(by_title["Alpine glaciers"].locator(".placeholder")).to_have_attribute("data-kind", "vector")
     drawing = by_title["Flood dashboard"].locator(".placeholder")
     expect(drawing).to_be_visible()
-    assert drawing.evaluate("(node) => getComputedStyle(node).backgroundImage").startswith('url("data:image/svg+xml')
+    picture = drawing.evaluate("(node) => getComputedStyle(node).backgroundImage")
+    assert picture.startswith('url("data:image/svg+xml'), picture
     expect(by_title["Campaign report"].locator(".kind")).to_have_text("document")
 
     # The results map: one footprint per result with an extent of its own on this page.
