@@ -14,6 +14,7 @@
     ├── Conflict                    409  conflict
     ├── TooManyAttempts             429  throttled          (failed logins; carries retry_after)
     ├── Busy                        503  service_unavailable (no capacity now; carries retry_after)
+    │   └── StoreUnavailable        503  service_unavailable (the file store cannot be reached)
     ├── LimitExceeded               400  (code given by the raiser)
     └── OWSException                     (an OGC service's refusal, OGC code given by the raiser)
 
@@ -129,6 +130,18 @@ class Busy(CartothecaError):
     def __init__(self, message: str, retry_after: int = 1, **kw):
         super().__init__(message, **kw)
         self.retry_after = retry_after
+
+
+class StoreUnavailable(Busy):
+    """The file store (an S3-compatible server) did not answer or failed: the request may well
+    succeed once it is back, so OGC services report it with HTTP 503 too."""
+
+    ogc_code = "NoApplicableCode"
+    ogc_status = 503
+
+    def __init__(self, message: str = "The file store is temporarily unavailable; try again later.",
+                 retry_after: int = 5, **kw):
+        super().__init__(message, retry_after, **kw)
 
 
 class OWSException(CartothecaError):

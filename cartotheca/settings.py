@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pyproj  # only to validate; loaded by the map server anyway
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cartotheca import json_schema
@@ -48,6 +48,11 @@ DEFAULT_EXTRA_METADATA_ITEM: dict[str, Any] = {
 }
 
 
+def _standard(name: str) -> AliasChoices:
+    """A setting read as ``CARTOTHECA_<NAME>`` or under the name other tools know it by."""
+    return AliasChoices(f"CARTOTHECA_{name}", name)
+
+
 class Settings(BaseSettings):
     """Every knob of the service. Spec settings keep the spec's names and defaults."""
 
@@ -56,7 +61,11 @@ class Settings(BaseSettings):
         env_file=os.environ.get("CARTOTHECA_SETTINGS_FILE") or None,
         extra="ignore",
         case_sensitive=True,
+        populate_by_name=True,
     )
+    # The file store built from these settings (cartotheca.filestore.stores.file_store): one
+    # client per settings object, made by the first caller, normally a composition root.
+    _file_store: Any = PrivateAttr(default=None)
 
     # Storage and database
     DATA_DIR: Path = Path("./cartotheca-data")
@@ -153,6 +162,15 @@ class Settings(BaseSettings):
     # Staged uploads, written by the server that receives them and read by the process that
     # imports them: a folder servers and Celery workers share when they run on several machines.
     UPLOAD_DIR: Path | None = None  # default DATA_DIR/uploads
+    # Documents and thumbnails in an S3-compatible bucket instead of DATA_DIR (README "Object
+    # storage"): s3://bucket/prefix, the server's URL when it is not AWS, and the credentials
+    # (also read under their standard AWS_* names; unset: boto3's own lookup).
+    OBJECT_STORE_URL: str | None = None
+    S3_ENDPOINT_URL: str | None = None
+    AWS_ACCESS_KEY_ID: str | None = Field(default=None, validation_alias=_standard("AWS_ACCESS_KEY_ID"))
+    AWS_SECRET_ACCESS_KEY: str | None = Field(default=None,
+                                              validation_alias=_standard("AWS_SECRET_ACCESS_KEY"))
+    AWS_REGION: str | None = Field(default=None, validation_alias=_standard("AWS_REGION"))
     DEFAULT_WORKSPACE: str = "geonode"
     DEFAULT_MAX_UPLOAD_SIZE: int = 104857600  # bytes, one upload (all its parts)
     MAX_UNZIPPED_SIZE: int = 1073741824  # bytes, everything an archive may expand to

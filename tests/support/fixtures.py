@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ADMIN_PASSWORD
 from tests.support import services
 from tests.support.processes import LiveServer, Process, process_env, serving
+from tests.support.s3 import S3Server, s3_server
 from tests.support.services import Mailbox, empty_redis_database, smtp_receiver
 
 
@@ -67,3 +68,10 @@ def live_server(base_app, make_settings, tmp_path_factory) -> Iterator[LiveServe
 @pytest.fixture(scope="session")
 def admin_basic_token() -> str:
     return base64.b64encode(f"admin:{ADMIN_PASSWORD}".encode()).decode()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory) -> Iterator[S3Server]:
+    """One S3-compatible server (moto's, as a process) for the session; tests make buckets."""
+    with s3_server(tmp_path_factory.mktemp("s3-log") / "moto.log") as server:
+        yield server

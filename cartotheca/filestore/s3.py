@@ -1,0 +1,178 @@
+"""cartotheca.filestore.s3: the file store as objects in an S3-compatible bucket (AWS S3, MinIO,
+Ceph RGW), through boto3.
+
+``OBJECT_STORE_URL=s3://bucket/prefix`` names the bucket and a key prefix; ``S3_ENDPOINT_URL``
+a server other than AWS (path-style addressing then, which every S3-compatible server takes).
+Uploads go through boto3's transfer manager (multipart for large files). Connection failures,
+timeouts and the server's own 5xx answers become ``StoreUnavailable``; the client is told to
+retry little, so a request fails fast while the store is down and works again once it is back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from cartotheca.errors import StoreUnavailable
+from cartotheca.filestore import CHUNK_BYTES, ObjectInfo, check_key, check_prefix
+
+# Seconds to connect and to wait for an answer, and attempts in all: an outage answers a
+# request within seconds instead of holding its thread.
+CONNECT_TIMEOUT = 3
+READ_TIMEOUT = 20
+ATTEMPTS = 2
+OUTAGE_ERRORS = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError,
+                 botocore.exceptions.ResponseStreamingError)
+
+
+@dataclass(frozen=True)
+class S3Location:
+    bucket: str
+    prefix: str  # "" or ending in "/"
+
+    @classmethod
+    def parse(cls, url: str) -> S3Location:
+        parts = urlsplit(url)
+        if parts.scheme != "s3" or not parts.netloc:
+            raise ValueError(f"OBJECT_STORE_URL: expected s3://bucket/prefix, got {url!r}")
+        prefix = parts.path.strip("/")
+        return cls(parts.netloc, f"{prefix}/" if prefix else "")
+
+
+@contextlib.contextmanager
+def _mapped() -> Iterator[None]:
+    """Outages of the store as ``StoreUnavailable``; other client errors pass."""
+    try:
+        yield
+    except OUTAGE_ERRORS as exc:
+        raise StoreUnavailable() from exc
+    except botocore.exceptions.ClientError as exc:
+        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+            raise StoreUnavailable() from exc
+        raise
+
+
+def _missing(exc: botocore.exceptions.ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    return error.get("Code") in ("404", "NoSuchKey", "NotFound") or \
+        exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 404
+
+
+class S3FileStore:
+    def __init__(self, location: S3Location, client: Any):
+        self.location = location
+        self.client = client
+
+    @classmethod
+    def connect(cls, url: str, *, endpoint_url: str | None = None, region: str | None = None,
+                access_key: str | None = None, secret_key: str | None = None) -> S3FileStore:
+        config = botocore.config.Config(
+            connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+            retries={"total_max_attempts": ATTEMPTS, "mode": "standard"},
+            s3={"addressing_style": "path" if endpoint_url else "auto"},
+        )
+        client = boto3.session.Session().client(
+            "s3", endpoint_url=endpoint_url, region_name=region, aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key, config=config)
+        return cls(S3Location.parse(url), client)
+
+    @property
+    def bucket(self) -> str:
+        return self.location.bucket
+
+    def _name(self, key: str) -> str:
+        return self.location.prefix + check_key(key)
+
+    def put(self, key: str, source: BinaryIO) -> None:
+        with _mapped():
+            self.client.upload_fileobj(source, self.bucket, self._name(key))
+
+    def put_file(self, key: str, path: Path) -> None:
+        with _mapped():
+            self.client.upload_file(str(path), self.bucket, self._name(key))
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        with _mapped():
+            self.client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
+
+    def open_range(self, key: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+        arguments = {"Bucket": self.bucket, "Key": self._name(key)}
+        if start or stop is not None:
+            arguments["Range"] = f"bytes={start}-{'' if stop is None else stop - 1}"
+        with _mapped():
+            body = self.client.get_object(**arguments)["Body"]
+        return _chunks(body)
+
+    def read_bytes(self, key: str) -> bytes | None:
+        with _mapped():
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=self._name(key))["Body"]
+            except botocore.exceptions.ClientError as exc:
+                if _missing(exc):
+                    return None
+                raise
+            with contextlib.closing(body):
+                return body.read()
+
+    def stat(self, key: str) -> ObjectInfo | None:
+        with _mapped():
+            try:
+                head = self.client.head_object(Bucket=self.bucket, Key=self._name(key))
+            except botocore.exceptions.ClientError as exc:
+                if _missing(exc):
+                    return None
+                raise
+        return ObjectInfo(size=int(head["ContentLength"]), etag=head["ETag"],
+                          mtime=head["LastModified"].timestamp())
+
+    def download(self, key: str, target: Path) -> None:
+        with _mapped():
+            self.client.download_file(self.bucket, self._name(key), str(target))
+
+    def delete(self, key: str) -> None:
+        with _mapped():
+            self.client.delete_object(Bucket=self.bucket, Key=self._name(key))
+
+    def delete_prefix(self, prefix: str) -> None:
+        names = [self.location.prefix + key for key in self.list_prefix(prefix)]
+        with _mapped():
+            for first in range(0, len(names), 1000):  # the most one DeleteObjects takes
+                objects = [{"Key": name} for name in names[first:first + 1000]]
+                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True})
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        full = self.location.prefix + check_prefix(prefix)
+        keys = []
+        with _mapped():
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
+            for page in pages:
+                keys.extend(item["Key"][len(self.location.prefix):] for item in page.get("Contents", []))
+        return sorted(keys)
+
+    def gdal_path(self, key: str) -> str:
+        return f"/vsis3/{self.bucket}/{self._name(key)}"
+
+    def local_path(self, key: str) -> Path | None:
+        return None
+
+    def reference(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self._name(key)}"
+
+    def key_of(self, reference: str) -> str | None:
+        head = f"s3://{self.bucket}/{self.location.prefix}"
+        if not reference.startswith(head):
+            return None
+        return reference[len(head):]
+
+
+def _chunks(body: Any) -> Iterator[bytes]:
+    with contextlib.closing(body), _mapped():
+        yield from body.iter_chunks(CHUNK_BYTES)

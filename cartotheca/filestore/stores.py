@@ -1,0 +1,46 @@
+"""cartotheca.filestore.stores: the file store the settings name, and the settings it needs.
+
+Kept apart from the interface (``cartotheca.filestore``), which every backend imports: only
+this module knows the backends.
+"""
+
+from __future__ import annotations
+
+from cartotheca.filestore import FileStore
+from cartotheca.filestore.local import LocalFileStore
+from cartotheca.filestore.s3 import S3FileStore
+from cartotheca.settings import Settings
+
+
+def file_store(settings: Settings) -> FileStore:
+    """The store of ``settings``: built once per settings object (its client and connection
+    pool are reused), by the composition root that starts first."""
+    if settings._file_store is None:
+        settings._file_store = _build(settings)
+    return settings._file_store
+
+
+def _build(settings: Settings) -> FileStore:
+    if not settings.OBJECT_STORE_URL:
+        return LocalFileStore(settings.DATA_DIR)
+    return S3FileStore.connect(
+        settings.OBJECT_STORE_URL, endpoint_url=settings.S3_ENDPOINT_URL, region=settings.AWS_REGION,
+        access_key=settings.AWS_ACCESS_KEY_ID, secret_key=settings.AWS_SECRET_ACCESS_KEY)
+
+
+def configuration_problems(settings: Settings) -> list[str]:
+    """Why these settings cannot run with their file store: several nodes share an object
+    store, so nothing a node keeps on its own disk may differ between them."""
+    if not settings.OBJECT_STORE_URL:
+        return []
+    problems = []
+    if settings.STORAGE_BACKEND != "postgis":
+        problems.append(
+            "OBJECT_STORE_URL is set but STORAGE_BACKEND is "
+            f"{settings.STORAGE_BACKEND!r}: GeoPackage vector stores live on one node's disk; "
+            "set CARTOTHECA_STORAGE_BACKEND=postgis and CARTOTHECA_DATASTORE_URL")
+    if not settings.SECRET_KEY:
+        problems.append(
+            "OBJECT_STORE_URL is set but SECRET_KEY is not: a key generated into DATA_DIR would "
+            "differ per node; set CARTOTHECA_SECRET_KEY to the same value on every node")
+    return problems
