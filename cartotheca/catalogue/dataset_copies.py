@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy as copy_mod
 import hashlib
 import logging
-import shutil
 import uuid as uuid_mod
 from collections.abc import Callable
 
@@ -24,6 +23,8 @@ from cartotheca.catalogue import publishing, thumbnails
 from cartotheca.catalogue.dataset_records import stored_of
 from cartotheca.db.models import Dataset, DatasetAttribute, Resource, Style
 from cartotheca.db.session import on_rollback
+from cartotheca.errors import StoreUnavailable
+from cartotheca.filestore.stores import file_store
 from cartotheca.geodata import ingest
 from cartotheca.geodata.ingest import Stored
 from cartotheca.geodata.storage import StoredLayer
@@ -175,14 +176,16 @@ def _copy_thumbnail(session: Session, settings: Settings, source: Resource, clon
     if not thumbnails.is_own_url(settings, source.thumbnail_url, source.uuid):
         return
     clone.thumbnail_url = None
-    original = thumbnails.thumbnail_path(settings, source.uuid)
-    target = thumbnails.thumbnail_path(settings, clone.uuid)
+    files = file_store(settings)
+    target = thumbnails.thumbnail_key(clone.uuid)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(original, target)
-    except OSError:
+        png = files.read_bytes(thumbnails.thumbnail_key(source.uuid))
+        if png is None:
+            raise FileNotFoundError(source.uuid)
+        files.put_bytes(target, png)
+    except (OSError, StoreUnavailable):
         log.warning("the thumbnail of %s was not copied", source.uuid, exc_info=True)
         return
-    _on_undo(session, on_stored, lambda: target.unlink(missing_ok=True))
+    _on_undo(session, on_stored, lambda: files.delete(target))
     clone.thumbnail_url = thumbnails.thumbnail_url(settings, clone.uuid)
 

@@ -1,6 +1,8 @@
 """cartotheca.catalogue.documents: document files and links, ALLOWED_DOCUMENT_TYPES, downloads.
 
-A document is either an uploaded file, kept at ``DATA_DIR/documents/<uuid>/<name>``, or a link
+A document is either an uploaded file, kept in the file store under ``documents/<uuid>/<name>``
+(``DATA_DIR/documents/...`` by default; the row records the file's path, or the object's
+``s3://`` URL), or a link
 to a remote one (``doc_url``) that is never fetched except through ``cartotheca.net`` (for a
 thumbnail, when PROXY_ALLOWED_HOSTS allows its host). Every check (type, size, content, URL)
 happens before anything is stored; a stored file lives exactly as long as the transaction that
@@ -12,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.auth import Principal
 from cartotheca.db.models import Document, Resource
 from cartotheca.db.session import on_commit, on_rollback
-from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound
+from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound, StoreUnavailable
+from cartotheca.filestore import FileStore, ObjectInfo
+from cartotheca.filestore.stores import file_store
 from cartotheca.settings import Settings
 
 log = logging.getLogger("cartotheca.documents")
@@ -39,6 +42,16 @@ CODE = "document_exception"  # GeoNode's error code for document creation
 WORLD = (-180.0, -90.0, 180.0, 90.0)  # GeoNode gives documents the whole world as their extent
 EXTRA_FIELDS = ("name", "href", "extension", "mime_type", "doc_url", "download_url", "download_urls")
 EXTENSION = re.compile(r"^[a-z0-9]{1,16}$")
+DOCUMENTS = "documents/"  # the file store prefix of documents' files, one folder per document
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A document's file in the file store, as a download reads it."""
+
+    files: FileStore
+    key: str
+    info: ObjectInfo
 
 
 @dataclass(frozen=True)
@@ -66,10 +79,6 @@ def max_bytes(settings: Settings, session: Session | None = None) -> int:
 def too_large(limit: int) -> InvalidInput:
     return InvalidInput(f"The file exceeds the maximum document size ({upload_limits.size_label(limit)})",
                         code=CODE)
-
-
-def documents_root(settings: Settings) -> Path:
-    return settings.DATA_DIR / "documents"
 
 
 def allowed_extension(settings: Settings, extension: str | None) -> str:
@@ -121,11 +130,12 @@ def create_document(session: Session, principal: Principal, settings: Settings,
     resource_writer.set_extent(resource, WORLD, "EPSG:4326", WORLD)
     document = Document(resource_id=resource.id, extension=extension,
                         mime_type=content.mime_type_of(extension), doc_url=new.doc_url)
+    pixels = _thumbnail_pixels(settings, document, new.file)
     if new.file is not None:
         _store(session, settings, resource, document, new.file, new.file_name or f"document.{extension}")
     session.add(document)
     session.flush()
-    _thumbnail(session, settings, resource, document)
+    _keep_thumbnail(session, settings, resource, pixels)
     events.record(session, events.DOCUMENT_UPLOADED, resource=resource, actor=principal)
     return resource
 
@@ -158,48 +168,53 @@ def _check_file(session: Session, settings: Settings, path: Path, extension: str
 
 def _store(session: Session, settings: Settings, resource: Resource, document: Document,
            staged: Path, file_name: str) -> None:
-    """Move the checked upload into place; undone if the transaction rolls back."""
-    folder = (documents_root(settings) / resource.uuid).resolve()
-    folder.mkdir(parents=True, exist_ok=False)
-    target = folder / file_name
-    _on_rollback(session, lambda: _remove_folder(target))  # before the move: a half move goes too
+    """Move the checked upload into the file store; undone if the transaction rolls back."""
+    files = file_store(settings)
+    key = f"{DOCUMENTS}{resource.uuid}/{file_name}"
+    # before the move: a half move goes too
+    _on_rollback(session, lambda: _remove_files(files, files.reference(key)))
     digest = hashlib.sha256()
     with staged.open("rb") as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
-    shutil.move(str(staged), target)
-    document.file_path, document.file_name = str(target), file_name
-    document.file_size, document.sha256 = target.stat().st_size, digest.hexdigest()
+    size = staged.stat().st_size
+    files.put_file(key, staged, move=True)
+    document.file_path, document.file_name = files.reference(key), file_name
+    document.file_size, document.sha256 = size, digest.hexdigest()
 
 
-def _remove_folder(file_path: Path) -> None:
+def _remove_files(files: FileStore, reference: str) -> None:
     """Remove a stored document file and its per-document folder (and nothing else)."""
-    folder = file_path.parent
-    if folder.parent.name != "documents":
-        log.warning("not removing %s: not a document folder", file_path)
+    key = files.key_of(reference)
+    if key is None or not key.startswith(DOCUMENTS) or key.count("/") != 2:
+        log.warning("not removing %s: not a document's file", reference)
         return
-    shutil.rmtree(folder, ignore_errors=True)
+    files.delete_prefix(key.rsplit("/", 1)[0] + "/")
 
 
 # -- thumbnails ---------------------------------------------------------------------------------
 
 
-def _thumbnail(session: Session, settings: Settings, resource: Resource, document: Document) -> None:
-    """Draw a thumbnail from the stored file, or from the remote one when its host is allowed;
-    never a reason for the creation to fail."""
+def _thumbnail_pixels(settings: Settings, document: Document, staged: Path | None):
+    """Draw a thumbnail from the checked upload (before it is stored), or from the remote file
+    when its host is allowed; never a reason for the creation to fail."""
     size = (int(settings.THUMBNAIL_SIZE[0]), int(settings.THUMBNAIL_SIZE[1]))
-    pixels = None
-    if document.file_path:
-        pixels = content.thumbnail_pixels(Path(document.file_path), document.extension, size)
-    elif document.doc_url and _drawable(document.extension):
-        pixels = remote_thumbnail_pixels(settings, document.doc_url, document.extension, size)
+    if staged is not None:
+        return content.thumbnail_pixels(staged, document.extension, size)
+    if document.doc_url and _drawable(document.extension):
+        return remote_thumbnail_pixels(settings, document.doc_url, document.extension, size)
+    return None
+
+
+def _keep_thumbnail(session: Session, settings: Settings, resource: Resource, pixels) -> None:
     if pixels is None:
         return
-    path = thumbnails.thumbnail_path(settings, resource.uuid)
-    existed = path.exists()
+    files = file_store(settings)
+    key = thumbnails.thumbnail_key(resource.uuid)
+    existed = files.stat(key) is not None
     thumbnails.write_thumbnail(settings, resource, thumbnails.encode_png(pixels))
     if not existed:
-        _on_rollback(session, lambda: path.unlink(missing_ok=True))
+        _on_rollback(session, lambda: files.delete(key))
 
 
 def _drawable(extension: str) -> bool:
@@ -249,9 +264,10 @@ def document_rows(session: Session, ids: Sequence[int]) -> dict[int, Document]:
 
 
 def for_download(session: Session, principal: Principal, settings: Settings,
-                 raw_id: Any) -> tuple[Resource, Document]:
+                 raw_id: Any) -> tuple[Resource, Document, StoredFile | None]:
     """The document behind ``/documents/{pk}/download``: visible and downloadable by the
-    requester (401/403 as for the detail, then the download permission)."""
+    requester (401/403 as for the detail, then the download permission), with its stored file
+    (None for a link)."""
     listing = catalogue.get_resource(session, principal, settings, raw_id,
                                      resource_type=("document",), load=False)
     resource = listing.rows[0]
@@ -260,11 +276,14 @@ def for_download(session: Session, principal: Principal, settings: Settings,
     if document is None:
         raise NotFound()
     if document.doc_url:
-        return resource, document
-    if not document.file_path or not Path(document.file_path).is_file():
+        return resource, document, None
+    files = file_store(settings)
+    key = files.key_of(document.file_path) if document.file_path else None
+    info = files.stat(key) if key else None
+    if key is None or info is None:
         log.error("the file of document %s is missing: %s", resource.id, document.file_path)
         raise NotFound()
-    return resource, document
+    return resource, document, StoredFile(files, key, info)
 
 
 # -- writes -------------------------------------------------------------------------------------
@@ -287,15 +306,16 @@ def patch_document(session: Session, principal: Principal, settings: Settings, r
                                       dict(current) if current is not None else None)
 
 
-def forget_files(session: Session, resource_ids: Sequence[int]) -> None:
+def forget_files(session: Session, settings: Settings, resource_ids: Sequence[int]) -> None:
     """Resources are about to be deleted: their document files go once the deletion commits."""
     if not resource_ids:
         return
-    paths = [Path(p) for p in session.scalars(
+    references = list(session.scalars(
         select(Document.file_path).where(Document.resource_id.in_(list(resource_ids)),
-                                         Document.file_path.is_not(None)))]
-    for path in paths:
-        _on_commit(session, lambda p=path: _remove_folder(p))
+                                         Document.file_path.is_not(None))))
+    files = file_store(settings)
+    for reference in references:
+        _on_commit(session, lambda r=reference: _remove_files(files, r))
 
 
 def copy_document(session: Session, settings: Settings, source: Resource, clone: Resource) -> None:
@@ -305,25 +325,31 @@ def copy_document(session: Session, settings: Settings, source: Resource, clone:
         return
     document = Document(resource_id=clone.id, extension=original.extension,
                         mime_type=original.mime_type, doc_url=original.doc_url)
-    if original.file_path and Path(original.file_path).is_file():
-        folder = (documents_root(settings) / clone.uuid).resolve()
-        folder.mkdir(parents=True, exist_ok=False)
-        target = folder / (original.file_name or Path(original.file_path).name)
-        _on_rollback(session, lambda: _remove_folder(target))
-        shutil.copyfile(original.file_path, target)
-        document.file_path, document.file_name = str(target), target.name
+    files = file_store(settings)
+    source_key = files.key_of(original.file_path) if original.file_path else None
+    if source_key is not None and files.stat(source_key) is not None:
+        name = original.file_name or source_key.rsplit("/", 1)[1]
+        key = f"{DOCUMENTS}{clone.uuid}/{name}"
+        _on_rollback(session, lambda: _remove_files(files, files.reference(key)))
+        with tempfile.TemporaryDirectory(prefix="cartotheca-doc-") as folder:
+            copied = Path(folder) / "copy"
+            files.download(source_key, copied)
+            files.put_file(key, copied, move=True)
+        document.file_path, document.file_name = files.reference(key), name
         document.file_size, document.sha256 = original.file_size, original.sha256
     session.add(document)
     session.flush()
 
 
 # -- transaction-bound file actions --------------------------------------------------------------
-# Only file-system errors are logged and swallowed here; anything else is a bug and propagates.
+# Only file-system errors and file store outages are logged and swallowed here (an outage
+# leaves the object behind); anything else is a bug and propagates.
+FILE_ERRORS = (OSError, StoreUnavailable)
 
 
 def _on_rollback(session: Session, action: Callable[[], None]) -> None:
-    on_rollback(session, action, errors=(OSError,), failure="file action after rollback failed")
+    on_rollback(session, action, errors=FILE_ERRORS, failure="file action after rollback failed")
 
 
 def _on_commit(session: Session, action: Callable[[], None]) -> None:
-    on_commit(session, action, errors=(OSError,), failure="file action after commit failed")
+    on_commit(session, action, errors=FILE_ERRORS, failure="file action after commit failed")

@@ -51,4 +51,4 @@ def _copy_map(request: CopyRequest) -> None:
 
 
 def _forget_documents(session: Session, settings: Settings, resources: Sequence[Resource]) -> None:
-    documents.forget_files(session, [r.id for r in resources])
+    documents.forget_files(session, settings, [r.id for r in resources])

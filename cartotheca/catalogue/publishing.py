@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from cartotheca import siteurl
-from cartotheca.catalogue import dataset_records, events
+from cartotheca.catalogue import dataset_records, events, thumbnails
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.dataset_records import Plan
@@ -30,6 +30,7 @@ from cartotheca.catalogue.kinds import ThumbnailDrawer
 from cartotheca.db.models import Dataset, Resource
 from cartotheca.db.session import on_commit, on_rollback
 from cartotheca.errors import InvalidInput, NotFound, PermissionDenied
+from cartotheca.filestore.stores import file_store
 from cartotheca.geodata import ingest
 from cartotheca.geodata.ingest import Dropped, IngestOptions, Source
 from cartotheca.settings import Settings
@@ -75,7 +76,9 @@ class Journal:
             try:
                 if entry.get("what") == "store":
                     ingest.discard_named(settings, entry["kind"], entry["name"])
-                elif entry.get("what") == "thumbnail":
+                elif entry.get("what") == "thumbnail" and "key" in entry:
+                    file_store(settings).delete(entry["key"])
+                elif entry.get("what") == "thumbnail":  # a journal written before the file store
                     Path(entry["path"]).unlink(missing_ok=True)
             except Exception:
                 log.exception("could not undo %s", entry)
@@ -85,10 +88,6 @@ class Journal:
 
 def staging_root(settings: Settings) -> Path:
     return settings.upload_dir
-
-
-def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:
-    return settings.DATA_DIR / "thumbnails" / f"{resource_uuid}.png"
 
 
 # -- checks made before anything is stored --------------------------------------------------
@@ -298,17 +297,17 @@ def _thumbnail(session: Session, settings: Settings, drawer: ThumbnailDrawer, re
                item: Plan, on_stored: Callable[[Callable[[], None]], None] | None,
                journal: Journal) -> None:
     """A thumbnail is welcome but never worth failing an upload for."""
-    path = thumbnail_path(settings, resource.uuid)
+    key = thumbnails.thumbnail_key(resource.uuid)
+    files = file_store(settings)
     replacing = item.replaces is not None
     if not replacing:
-        journal.note(what="thumbnail", path=str(path))
+        journal.note(what="thumbnail", key=key)
     try:
         png = drawer.dataset(session, settings, resource)
         if png is None:
             log.warning("no thumbnail for %s: it has no data", resource.uuid)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(png)
+        files.put_bytes(key, png)
     except Exception:
         log.warning("no thumbnail for %s", resource.uuid, exc_info=True)
         return
@@ -316,7 +315,7 @@ def _thumbnail(session: Session, settings: Settings, drawer: ThumbnailDrawer, re
     if not replacing:  # a replaced dataset's thumbnail is simply redrawn
 
         def undo() -> None:
-            path.unlink(missing_ok=True)
+            files.delete(key)
 
         on_rollback(session, undo, failure=UNDO_FAILED)
         if on_stored is not None:

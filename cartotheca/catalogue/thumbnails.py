@@ -1,6 +1,7 @@
 """cartotheca.catalogue.thumbnails: a resource's thumbnail: checked, stored, drawn, found.
 
-A thumbnail is a PNG at ``DATA_DIR/thumbnails/<uuid>.png`` served at
+A thumbnail is a PNG kept in the file store under ``thumbnails/<uuid>.png`` (a file under
+``DATA_DIR`` by default, an object with ``OBJECT_STORE_URL``) served at
 ``{SITEURL}thumbnails/<uuid>.png``; ``Resource.thumbnail_url`` holds that URL (or, when a client
 sets one, an external image URL). Uploaded images are decoded before they are kept: the bytes
 must really be a PNG or JPEG, their header's size is checked before any pixel is decoded (a
@@ -13,9 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import os
 import re
-import tempfile
 import uuid as uuid_mod
 import warnings
 from collections.abc import Mapping, Sequence
@@ -40,7 +39,8 @@ from cartotheca.catalogue.kinds import ThumbnailDrawer
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Resource
 from cartotheca.db.session import on_commit
-from cartotheca.errors import InvalidInput, MethodNotAllowed, NotFound
+from cartotheca.errors import InvalidInput, MethodNotAllowed, NotFound, StoreUnavailable
+from cartotheca.filestore.stores import file_store
 from cartotheca.settings import Settings
 
 MAX_BYTES = 1024 * 1024  # GeoNode: "File must not exceed 1MB"
@@ -51,13 +51,19 @@ IMAGE_URL = re.compile(r"\.(png|jpe?g)$", re.IGNORECASE)
 THUMBNAIL_TYPES = ("dataset", "map")  # the types a thumbnail can be drawn for from a box
 
 
-def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:
-    """Where a resource's thumbnail lives; the uuid is checked so it cannot name another path."""
+def thumbnail_key(resource_uuid: str) -> str:
+    """The file store key of a resource's thumbnail; the uuid is checked so it cannot name
+    another object."""
     try:
         text = str(uuid_mod.UUID(resource_uuid))
     except (ValueError, TypeError, AttributeError):
         raise NotFound() from None
-    return settings.DATA_DIR / "thumbnails" / f"{text}.png"
+    return f"thumbnails/{text}.png"
+
+
+def thumbnail_path(settings: Settings, resource_uuid: str) -> Path:
+    """Where the local file store (the default) keeps a resource's thumbnail."""
+    return settings.DATA_DIR / thumbnail_key(resource_uuid)
 
 
 def thumbnail_url(settings: Settings, resource_uuid: str) -> str:
@@ -154,16 +160,7 @@ def parse_thumbnail(value: Any) -> bytes | str:
 
 def write_thumbnail(settings: Settings, resource: Resource, png: bytes) -> str:
     """Store ``png`` as the resource's thumbnail (atomically: readers never see half a file)."""
-    path = thumbnail_path(settings, resource.uuid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".thumb-", suffix=".png")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(png)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    file_store(settings).put_bytes(thumbnail_key(resource.uuid), png)
     url = thumbnail_url(settings, resource.uuid)
     resource.thumbnail_url = url
     resource.last_updated = utcnow()
@@ -173,19 +170,21 @@ def write_thumbnail(settings: Settings, resource: Resource, png: bytes) -> str:
 def forget_thumbnails(session: Session, settings: Settings, resources: Sequence[Resource]) -> None:
     """Resources are about to be deleted: their stored thumbnails go once the deletion commits
     (a file is removed even when a URL set later replaced it as the thumbnail)."""
-    paths = []
+    keys = []
     for resource in resources:
         try:
-            paths.append(thumbnail_path(settings, resource.uuid))
+            keys.append(thumbnail_key(resource.uuid))
         except NotFound:
             continue  # not a UUID (a harvested record's): no file can have been stored for it
+    files = file_store(settings)
 
     def remove() -> None:
-        for path in paths:
-            path.unlink(missing_ok=True)
+        for key in keys:
+            files.delete(key)
 
-    if paths:
-        on_commit(session, remove)
+    if keys:
+        on_commit(session, remove, errors=(OSError, StoreUnavailable),
+                  failure="removing deleted resources' thumbnails failed")
 
 
 def set_thumbnail(session: Session, principal: Principal, settings: Settings, resource: Resource,
@@ -194,7 +193,7 @@ def set_thumbnail(session: Session, principal: Principal, settings: Settings, re
     catalogue.require(session, principal, resource, perms.CHANGE_METADATA)
     parsed = parse_thumbnail(value)
     if isinstance(parsed, str):
-        thumbnail_path(settings, resource.uuid).unlink(missing_ok=True)
+        file_store(settings).delete(thumbnail_key(resource.uuid))
         resource.thumbnail_url = parsed
         resource.last_updated = utcnow()
         return parsed
@@ -250,18 +249,22 @@ def draw_dataset_thumbnail(session: Session, settings: Settings, drawer: Thumbna
 
 
 def visible_thumbnail(session: Session, principal: Principal, settings: Settings,
-                      resource_uuid: str) -> tuple[Path, bool]:
+                      resource_uuid: str) -> tuple[bytes, bool]:
     """The stored thumbnail of a resource the principal may view, and whether anonymous
     callers may view it too (shared caches may keep it); NotFound otherwise, so a private
     resource's thumbnail does not even reveal that it exists."""
-    path = thumbnail_path(settings, resource_uuid)
+    key = thumbnail_key(resource_uuid)
     resource = session.scalar(select(Resource).where(
-        Resource.uuid == path.stem, perms.visible_to(principal, settings, check_advertised=False)))
-    if resource is None or not path.is_file():
+        Resource.uuid == key[len("thumbnails/"):-len(".png")],
+        perms.visible_to(principal, settings, check_advertised=False)))
+    if resource is None:
         raise NotFound()
     public = principal.id is None or perms.can(session, _anonymous(session, settings), resource,
                                                perms.VIEW)
-    return path, public
+    data = file_store(settings).read_bytes(key)
+    if data is None:
+        raise NotFound()
+    return data, public
 
 
 def _anonymous(session: Session, settings: Settings) -> Principal:

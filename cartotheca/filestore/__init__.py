@@ -18,7 +18,7 @@ from typing import BinaryIO, Protocol
 
 from cartotheca.errors import InvalidInput
 
-KEY_PATTERN = re.compile(r"[A-Za-z0-9_.\-][A-Za-z0-9_.\- ]*(/[A-Za-z0-9_.\-][A-Za-z0-9_.\- ]*)*")
+UNSAFE = re.compile(r"[\x00-\x1f\x7f\\]")  # control characters and backslashes name no stored file
 CHUNK_BYTES = 64 * 1024
 
 
@@ -36,8 +36,9 @@ class FileStore(Protocol):
     def put(self, key: str, source: BinaryIO) -> None:
         """Store the readable ``source`` under ``key`` (readers never see half an object)."""
 
-    def put_file(self, key: str, path: Path) -> None:
-        """Store the local file ``path`` under ``key``."""
+    def put_file(self, key: str, path: Path, *, move: bool = False) -> None:
+        """Store the local file ``path`` under ``key``; with ``move`` the file is taken (renamed
+        into place when it can be, else removed once stored)."""
 
     def put_bytes(self, key: str, data: bytes) -> None: ...
 
@@ -79,7 +80,7 @@ class FileStore(Protocol):
 
 def check_key(key: str) -> str:
     """A key is a relative path of plain names: no ``..``, no leading slash, no empty part."""
-    if not KEY_PATTERN.fullmatch(key or "") or any(part in (".", "..") for part in key.split("/")):
+    if not key or UNSAFE.search(key) or any(part in ("", ".", "..") for part in key.split("/")):
         raise InvalidInput(f"invalid stored file name {key!r}")
     return key
 

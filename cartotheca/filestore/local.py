@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -39,9 +40,20 @@ class LocalFileStore:
             Path(temporary).unlink(missing_ok=True)
             raise
 
-    def put_file(self, key: str, path: Path) -> None:
-        with Path(path).open("rb") as source:
-            self.put(key, source)
+    def put_file(self, key: str, path: Path, *, move: bool = False) -> None:
+        if not move:
+            with Path(path).open("rb") as source:
+                self.put(key, source)
+            return
+        target = self._path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.parent / f".put-{uuid.uuid4().hex}"
+        try:
+            shutil.move(str(path), temporary)  # a rename within one file system
+            os.replace(temporary, target)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self._path(key)

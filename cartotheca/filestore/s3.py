@@ -95,9 +95,11 @@ class S3FileStore:
         with _mapped():
             self.client.upload_fileobj(source, self.bucket, self._name(key))
 
-    def put_file(self, key: str, path: Path) -> None:
+    def put_file(self, key: str, path: Path, *, move: bool = False) -> None:
         with _mapped():
             self.client.upload_file(str(path), self.bucket, self._name(key))
+        if move:
+            Path(path).unlink(missing_ok=True)
 
     def put_bytes(self, key: str, data: bytes) -> None:
         with _mapped():

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, read_body
 from cartotheca.api.multipart import StagedForm, TooLarge, stage_multipart
@@ -24,6 +24,7 @@ from cartotheca.api.responses import JSON
 from cartotheca.api.routes.resources import ResourceRoutes
 from cartotheca.api.schemas.documents import document_extras
 from cartotheca.api.schemas.resources import RecordContext, records
+from cartotheca.api.stored_files import stored_file_response
 from cartotheca.catalogue import documents
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.documents import NewDocument
@@ -130,16 +131,17 @@ def _create(db, principal, settings, new: NewDocument) -> dict[str, Any]:
 router.include_router(COLLECTION.router())
 
 
-def _serve(document_id: str, db, principal, settings, disposition: str) -> Response:
-    resource, document = documents.for_download(db, principal, settings, document_id)
-    if document.doc_url:
-        return RedirectResponse(document.doc_url, status_code=302)
+def _serve(request: Request, document_id: str, db, principal, settings, disposition: str) -> Response:
+    resource, document, stored = documents.for_download(db, principal, settings, document_id)
+    if document.doc_url or stored is None:
+        return RedirectResponse(document.doc_url or "", status_code=302)
     if disposition == "inline" and document.mime_type not in INLINE_TYPES:
         disposition = "attachment"
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, max-age=0"}
-    return FileResponse(document.file_path, media_type=document.mime_type, headers=headers,
-                        filename=document.file_name or f"{resource.uuid}.{document.extension}",
-                        content_disposition_type=disposition)
+    return stored_file_response(request, stored.files, stored.key, stored.info,
+                                media_type=document.mime_type, headers=headers,
+                                filename=document.file_name or f"{resource.uuid}.{document.extension}",
+                                disposition=disposition)
 
 
 def _also(path: str):
@@ -155,12 +157,14 @@ def _also(path: str):
 @_also("/documents/{document_id}/download")
 @router.get("/documents/{document_id}/download", tags=["documents"],
             summary="Download a document's original file (Range requests work)")
-def download(document_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
-    return _serve(document_id, db, principal, settings, "attachment")
+def download(request: Request, document_id: IdPath, db: DbDep, principal: PrincipalDep,
+             settings: SettingsDep) -> Response:
+    return _serve(request, document_id, db, principal, settings, "attachment")
 
 
 @_also("/documents/{document_id}/link")
 @router.get("/documents/{document_id}/link", tags=["documents"],
             summary="A document's file for viewing in the browser (the record's href)")
-def view(document_id: IdPath, db: DbDep, principal: PrincipalDep, settings: SettingsDep) -> Response:
-    return _serve(document_id, db, principal, settings, "inline")
+def view(request: Request, document_id: IdPath, db: DbDep, principal: PrincipalDep,
+         settings: SettingsDep) -> Response:
+    return _serve(request, document_id, db, principal, settings, "inline")

@@ -36,8 +36,7 @@ def thumbnail(filename: str, request: Request, db: DbDep, principal: PrincipalDe
               settings: SettingsDep) -> Response:
     if not filename.endswith(".png"):
         raise NotFound()
-    path, public = thumbnails.visible_thumbnail(db, principal, settings, filename[:-len(".png")])
-    data = path.read_bytes()
+    data, public = thumbnails.visible_thumbnail(db, principal, settings, filename[:-len(".png")])
     etag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
     headers = {"ETag": etag,
                "Cache-Control": f"{'public' if public else 'private'}, max-age={MAX_AGE}"}

@@ -114,14 +114,14 @@ def refresh(session: Session, settings: Settings, harvester_id: int, run_id: int
         remotes = _listed(settings, harvester)
         if progress:
             progress("update harvestable resources")
-        counts = sync_list(session, harvester, remotes, run)
+        counts = sync_list(session, settings, harvester, remotes, run)
         return {"message": _summary(counts), **counts}
 
     return _guarded(session, harvester_id, run_id, action)
 
 
-def sync_list(session: Session, harvester: Harvester, remotes: Sequence[RemoteResource],
-              run: HarvestingSession | None) -> dict[str, int]:
+def sync_list(session: Session, settings: Settings, harvester: Harvester,
+              remotes: Sequence[RemoteResource], run: HarvestingSession | None) -> dict[str, int]:
     """Bring the harvestable rows in line with what the remote listed; rows gone from the
     remote are dropped, with their local copies when the harvester deletes orphans."""
     harvester.remote_available = True
@@ -150,7 +150,7 @@ def sync_list(session: Session, harvester: Harvester, remotes: Sequence[RemoteRe
         if number % COMMIT_EVERY == 0:
             session.commit()
     orphans = list(rows.values())
-    removed = delete_orphans(session, harvester, orphans)
+    removed = delete_orphans(session, settings, harvester, orphans)
     harvester.last_checked_harvestable_resources = utcnow()
     harvester.last_check_harvestable_resources_message = _summary(
         {"listed": len(remotes), "added": added, "orphans": len(orphans), "deleted": removed})
@@ -158,13 +158,14 @@ def sync_list(session: Session, harvester: Harvester, remotes: Sequence[RemoteRe
     return {"listed": len(remotes), "added": added, "orphans": len(orphans), "deleted": removed}
 
 
-def delete_orphans(session: Session, harvester: Harvester, orphans: Sequence[HarvestableResource]) -> int:
+def delete_orphans(session: Session, settings: Settings, harvester: Harvester,
+                   orphans: Sequence[HarvestableResource]) -> int:
     """Forget resources the remote no longer offers; their local copies go too only when the
     harvester says so (``delete_orphan_resources_automatically``)."""
     ids = [r.resource_id for r in orphans if r.resource_id is not None]
     deleted = 0
     if ids and harvester.delete_orphan_resources_automatically:
-        documents.forget_files(session, ids)
+        documents.forget_files(session, settings, ids)
         deleted = session.execute(delete(Resource).where(Resource.id.in_(ids))).rowcount or 0
     for row in orphans:
         session.delete(row)
@@ -187,7 +188,7 @@ def harvest(session: Session, settings: Settings, harvester_id: int, run_id: int
 
     def action(harvester: Harvester, run: HarvestingSession | None) -> dict[str, Any]:
         remotes = _listed(settings, harvester)
-        sync_list(session, harvester, remotes, None)
+        sync_list(session, settings, harvester, remotes, None)
         selected = session.scalars(select(HarvestableResource).where(
             HarvestableResource.harvester_id == harvester.id,
             HarvestableResource.should_be_harvested.is_(True)).order_by(HarvestableResource.id)).all()
