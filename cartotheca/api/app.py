@@ -59,6 +59,7 @@ from cartotheca.db.session import (
     make_sessionmaker,
     request_pool,
 )
+from cartotheca.filestore.stores import open_file_store
 
 # The stores and their libraries (pyarrow, pyogrio, rasterio) load here, once: imported by the
 # first requests' threads at once, a library could be handed to some of them half-initialised.
@@ -100,6 +101,7 @@ class TrailingSlash:
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
     settings = settings or get_settings()
+    open_file_store(settings)
     configure_password_hashing(settings)
     # The process's catalogue connections, decided together: one each for the monitoring and
     # notification threads (engines of their own, so the requests' statements are counted and

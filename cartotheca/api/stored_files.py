@@ -78,9 +78,9 @@ def _range(request: Request, info: ObjectInfo) -> tuple[int, int] | None:
             raise Unsatisfiable()
         return max(0, info.size - length), info.size
     start = int(match[1])
-    stop = int(match[2]) + 1 if match[2] else info.size
-    if stop <= start:
-        return None
     if start >= info.size:
         raise Unsatisfiable()
+    stop = int(match[2]) + 1 if match[2] else info.size
+    if stop <= start:
+        return None  # "bytes=9-3" is no range at all
     return start, min(stop, info.size)

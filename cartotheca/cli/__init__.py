@@ -16,6 +16,7 @@ from cartotheca.catalogue.auth import configure_password_hashing
 from cartotheca.db.migrate import upgrade
 from cartotheca.db.session import make_engine, make_sessionmaker
 from cartotheca.errors import CartothecaError
+from cartotheca.filestore.stores import ConfigurationError, open_file_store
 from cartotheca.management.commands import COMMANDS, get_command, run_now
 from cartotheca.monitoring.collector import collect_once
 from cartotheca.server import ServerLimits, uvicorn_options
@@ -81,6 +82,10 @@ def _announce(host: str, port: int, settings: Settings) -> None:
 
 
 def _prepare(settings: Settings, *, create_admin: bool = True, announce: bool = True) -> None:
+    try:
+        open_file_store(settings)
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from None
     configure_password_hashing(settings)
     engine = make_engine(settings)
     upgrade(engine)

@@ -6,10 +6,16 @@ this module knows the backends.
 
 from __future__ import annotations
 
+import botocore.exceptions
+
 from cartotheca.filestore import FileStore
 from cartotheca.filestore.local import LocalFileStore
 from cartotheca.filestore.s3 import S3FileStore
 from cartotheca.settings import Settings
+
+
+class ConfigurationError(ValueError):
+    """Settings the file store cannot start with; the commands exit with the message."""
 
 
 def file_store(settings: Settings) -> FileStore:
@@ -23,9 +29,21 @@ def file_store(settings: Settings) -> FileStore:
 def _build(settings: Settings) -> FileStore:
     if not settings.OBJECT_STORE_URL:
         return LocalFileStore(settings.DATA_DIR)
-    return S3FileStore.connect(
-        settings.OBJECT_STORE_URL, endpoint_url=settings.S3_ENDPOINT_URL, region=settings.AWS_REGION,
-        access_key=settings.AWS_ACCESS_KEY_ID, secret_key=settings.AWS_SECRET_ACCESS_KEY)
+    try:
+        return S3FileStore.connect(
+            settings.OBJECT_STORE_URL, endpoint_url=settings.S3_ENDPOINT_URL, region=settings.AWS_REGION,
+            access_key=settings.AWS_ACCESS_KEY_ID, secret_key=settings.AWS_SECRET_ACCESS_KEY)
+    except (ValueError, botocore.exceptions.BotoCoreError) as exc:
+        raise ConfigurationError(f"the object store cannot be used: {exc}") from None
+
+
+def open_file_store(settings: Settings) -> FileStore:
+    """For the composition roots: refuse settings the file store cannot run with, then build
+    the store the rest of the process uses."""
+    problems = configuration_problems(settings)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+    return file_store(settings)
 
 
 def configuration_problems(settings: Settings) -> list[str]:
