@@ -18,6 +18,7 @@ from cartotheca.db.models import Document
 from tests.api.routes.document_samples import pdf_bytes
 from tests.conftest import _clean, basic
 from tests.factories import PASSWORD, make_user
+from tests.geodata.fixtures import polygons_sld, publish_file, write_polygons
 from tests.support.processes import outside_environment, process_env
 from tests.support.s3 import S3Server, s3_server, store_settings
 from tests.support.services import postgres_database
@@ -118,6 +119,25 @@ def test_documents_and_thumbnails_are_served_from_the_bucket(s3, site, db):
         assert client.delete(f"/api/v2/documents/{pk}", headers=ana).status_code == 204
         assert s3.keys(bucket) == []
         assert client.get(f"/documents/{pk}/download").status_code == 404
+
+
+def test_a_published_dataset_keeps_its_thumbnail_in_the_bucket(s3, site, db, tmp_path):
+    bucket = s3.new_bucket()
+    app = site(s3, bucket)
+    owner = make_user(db, "dora")
+    with TestClient(app) as client:
+        resource = publish_file(db, app.state.cartotheca.settings, owner, write_polygons(tmp_path),
+                                title="Polygons", sld=polygons_sld())
+        key = f"site/thumbnails/{resource.uuid}.png"
+        assert key in s3.keys(bucket)
+        thumbnail = client.get(f"/thumbnails/{resource.uuid}.png")
+        assert thumbnail.status_code == 200
+        assert thumbnail.content == s3.client().get_object(Bucket=bucket, Key=key)["Body"].read()
+        assert kept_on_disk(app) == []
+        deleted = client.delete(f"/api/v2/resources/{resource.id}", headers=basic("dora", PASSWORD))
+        assert deleted.status_code == 204
+        assert key not in s3.keys(bucket)
+        assert client.get(f"/thumbnails/{resource.uuid}.png").status_code == 404
 
 
 def test_a_copied_document_gets_objects_of_its_own(s3, site, db):
