@@ -121,7 +121,7 @@ class LocalFileStore:
 
     def key_of(self, reference: str) -> str | None:
         path = Path(reference)
-        for root, candidate in ((self.root, path), (self.root.absolute(), path.absolute())):
+        for root, candidate in ((self.root, path), (self.root.resolve(), path.resolve())):
             try:
                 return check_key(candidate.relative_to(root).as_posix())
             except (ValueError, InvalidInput):

@@ -21,14 +21,18 @@ class ConfigurationError(ValueError):
 def file_store(settings: Settings) -> FileStore:
     """The store of ``settings``: built once per settings object (its client and connection
     pool are reused), by the composition root that starts first."""
-    if settings._file_store is None:
-        settings._file_store = _build(settings)
-    return settings._file_store
+    signature = (settings.OBJECT_STORE_URL, settings.S3_ENDPOINT_URL, settings.AWS_REGION,
+                 settings.AWS_ACCESS_KEY_ID, settings.AWS_SECRET_ACCESS_KEY, str(settings.DATA_DIR))
+    if settings._file_store is None or settings._file_store[0] != signature:
+        # (a copy of the settings with other store settings gets a store of its own)
+        settings._file_store = (signature, _build(settings))
+    return settings._file_store[1]
 
 
 def _build(settings: Settings) -> FileStore:
     if not settings.OBJECT_STORE_URL:
-        return LocalFileStore(settings.DATA_DIR)
+        # resolved: rows record absolute paths, whatever the working directory
+        return LocalFileStore(settings.DATA_DIR.resolve())
     try:
         return S3FileStore.connect(
             settings.OBJECT_STORE_URL, endpoint_url=settings.S3_ENDPOINT_URL, region=settings.AWS_REGION,

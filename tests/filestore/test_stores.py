@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,8 @@ from cartotheca.errors import InvalidInput, StoreUnavailable
 from cartotheca.filestore import FileStore
 from cartotheca.filestore.local import LocalFileStore
 from cartotheca.filestore.s3 import S3FileStore
-from tests.support.s3 import CREDENTIALS, S3Server, s3_server
+from cartotheca.filestore.stores import ConfigurationError, file_store
+from tests.support.s3 import CREDENTIALS, S3Server, s3_server, store_settings
 
 DATA = bytes(range(256)) * 1000  # 256 000 bytes: more than one read chunk
 
@@ -130,3 +132,29 @@ def test_an_outage_is_store_unavailable_and_passes(tmp_path):
         server.client().create_bucket(Bucket=bucket)
         store.put_bytes("k/x.bin", b"back")
         assert store.read_bytes("k/x.bin") == b"back"
+
+
+def test_put_file_can_take_the_file(store, tmp_path):
+    source = tmp_path / "staged.pdf"
+    source.write_bytes(DATA)
+    store.put_file("documents/m/staged.pdf", source, move=True)
+    assert not source.exists()
+    assert store.read_bytes("documents/m/staged.pdf") == DATA
+
+
+def test_the_settings_choose_the_store(make_settings, s3, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    local = file_store(make_settings(DATA_DIR=Path("relative-data")))
+    assert isinstance(local, LocalFileStore) and local.root == tmp_path / "relative-data"
+    assert local.reference("documents/u/a.pdf") == str(tmp_path / "relative-data/documents/u/a.pdf")
+    assert local.key_of("relative-data/documents/u/a.pdf") == "documents/u/a.pdf"
+    bucket = s3.new_bucket()
+    settings = make_settings(**store_settings(s3, bucket, "one/two"))
+    remote = file_store(settings)
+    assert isinstance(remote, S3FileStore) and file_store(settings) is remote
+    remote.put_bytes("thumbnails/t.png", b"png")
+    assert s3.keys(bucket) == ["one/two/thumbnails/t.png"]
+    other = file_store(settings.model_copy(update={"OBJECT_STORE_URL": f"s3://{bucket}/three"}))
+    assert other is not remote and other.key_of(f"s3://{bucket}/three/thumbnails/t.png") == "thumbnails/t.png"
+    with pytest.raises(ConfigurationError, match="expected s3://bucket/prefix"):
+        file_store(make_settings(OBJECT_STORE_URL="https://bucket/prefix"))
