@@ -152,7 +152,7 @@ class S3FileStore:
 
     def list_prefix(self, prefix: str) -> list[str]:
         full = self.location.prefix + check_prefix(prefix)
-        keys = []
+        keys: list[str] = []
         with _mapped():
             pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
             for page in pages:
