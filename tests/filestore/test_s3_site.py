@@ -190,22 +190,22 @@ def test_an_outage_of_the_store_answers_503_and_passes(site, db, tmp_path):
             assert client.get(f"/thumbnails/{uuid}.png").status_code == 200
 
 
-@pytest.mark.parametrize("command", ["serve", "worker"])
-def test_commands_refuse_a_geopackage_store_or_a_missing_secret_key(command, database_url, tmp_path):
-    base = {**outside_environment(), **process_env(database_url, tmp_path / "data"),
+def test_commands_refuse_a_geopackage_store_or_a_missing_secret_key(tmp_path):
+    """Once, whatever the catalogue database: the refusal comes before it is opened."""
+    base = {**outside_environment(), **process_env(f"sqlite:///{tmp_path / 'x.sqlite3'}", tmp_path / "data"),
             "CARTOTHECA_OBJECT_STORE_URL": "s3://bucket/site",
             "CARTOTHECA_S3_ENDPOINT_URL": "http://127.0.0.1:9"}
     cases = {
-        "STORAGE_BACKEND": {**base, "CARTOTHECA_STORAGE_BACKEND": "geopackage"},
-        "SECRET_KEY": {**{k: v for k, v in base.items() if k != "CARTOTHECA_SECRET_KEY"},
-                       "CARTOTHECA_STORAGE_BACKEND": "postgis"},
+        ("serve", "STORAGE_BACKEND"): {**base, "CARTOTHECA_STORAGE_BACKEND": "geopackage"},
+        ("worker", "SECRET_KEY"): {**{k: v for k, v in base.items() if k != "CARTOTHECA_SECRET_KEY"},
+                                   "CARTOTHECA_STORAGE_BACKEND": "postgis"},
     }
-    for named, env in cases.items():
+    for (command, named), env in cases.items():
         done = subprocess.run([sys.executable, "-m", "cartotheca.cli", command], env=env,
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert done.returncode != 0, done.stdout
         assert f"OBJECT_STORE_URL is set but {named}" in done.stderr, done.stderr[-2000:]
-    assert not (tmp_path / "data" / "secret_key").exists()
+    assert not (tmp_path / "data").exists()  # refused before anything was written
 
 
 def test_the_app_refuses_them_too(make_settings, tmp_path):
