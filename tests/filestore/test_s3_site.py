@@ -52,12 +52,13 @@ def site(make_settings, base_app, postgis_url, tmp_path):
 
 
 def kept_on_disk(app) -> list[str]:
-    """Files of documents, thumbnails or uploads under the data directory."""
+    """Files of documents, thumbnails or uploads (or any PDF or PNG) under the data directory."""
     root = app.state.cartotheca.settings.DATA_DIR
     if not root.exists():
         return []
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if p.is_file() and p.relative_to(root).parts[0] in KEPT_FILES)
+                  if p.is_file() and (p.relative_to(root).parts[0] in KEPT_FILES
+                                      or p.suffix.lower() in (".pdf", ".png")))
 
 
 def upload(client: TestClient, headers: dict[str, str], name: str, data: bytes) -> dict:
