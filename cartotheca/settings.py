@@ -132,6 +132,8 @@ class Settings(BaseSettings):
     AXES_LOCKOUT_PARAMETERS: list[str | list[str]] = Field(
         default_factory=lambda: ["ip_address", "username"])
     SESSION_COOKIE_AGE: int = 1209600
+    # Seconds an e-mailed password reset link stays usable (Django's name and default, 3 days)
+    PASSWORD_RESET_TIMEOUT: int = Field(default=259200, ge=60)
 
     # Bulk updates (spec §4.1)
     ENABLE_BULK_UPDATE: bool = False

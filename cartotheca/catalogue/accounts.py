@@ -26,6 +26,7 @@ from cartotheca.db.models import (
     Group,
     GroupMember,
     GroupProfile,
+    PasswordResetToken,
     Resource,
     User,
     WebSession,
@@ -285,13 +286,18 @@ def update_user(session: Session, principal: Principal, settings: Settings, user
         if approved and settings.ACCOUNT_APPROVAL_REQUIRED:
             events.record(session, events.ACCOUNT_APPROVED, actor=principal, user=user)
     if data.get("password") not in (None, ""):
-        password = validate_password(data["password"], (user.username, user.email))
-        user.password = hash_password(password)
-        # A new password ends every other way in: open sessions and issued tokens.
-        session.execute(delete(WebSession).where(WebSession.user_id == user.id))
-        session.execute(delete(AccessToken).where(AccessToken.user_id == user.id))
+        set_password(session, user, validate_password(data["password"], (user.username, user.email)))
     session.flush()
     return user
+
+
+def set_password(session: Session, user: User, password: str) -> None:
+    """Give ``user`` the (validated) ``password``. A new password ends every other way in: open
+    sessions, issued tokens and password reset links not used yet."""
+    user.password = hash_password(password)
+    session.execute(delete(WebSession).where(WebSession.user_id == user.id))
+    session.execute(delete(AccessToken).where(AccessToken.user_id == user.id))
+    session.execute(delete(PasswordResetToken).where(PasswordResetToken.user_id == user.id))
 
 
 DeletionRule = Callable[[Session, User], "str | None"]

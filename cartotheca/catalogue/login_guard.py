@@ -50,15 +50,19 @@ PURGE_EVERY = 64
 _purge_counter = 0
 
 
-def lockout_keys(settings: Settings, username: str | None, address: str | None) -> list[str]:
-    """The digests this attempt is counted under, one per lockout parameter (or combination)."""
+def lockout_keys(settings: Settings, username: str | None, address: str | None, *,
+                 purpose: str = "login") -> list[str]:
+    """The digests this attempt is counted under, one per lockout parameter (or combination).
+    Another ``purpose`` (password reset requests) is counted apart: using it up does not lock
+    an address or account out of logging in."""
     if not settings.AXES_ENABLED:
         return []
     values = {"username": (username or "").lower(), "ip_address": address or ""}
+    prefix = "" if purpose == "login" else f"purpose={purpose}\x1f"
     keys = []
     for item in settings.AXES_LOCKOUT_PARAMETERS:
         names = [item] if isinstance(item, str) else list(item)
-        text = "\x1f".join(f"{name}={values[name]}" for name in names)
+        text = prefix + "\x1f".join(f"{name}={values[name]}" for name in names)
         keys.append(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
     return keys
 

@@ -118,6 +118,16 @@ def make_router(settings: Settings) -> APIRouter:
     def upload_page(request: Request) -> HTMLResponse:
         return render(request, settings, "upload.html", "upload", "Upload a dataset or documents")
 
+    @router.get("/account/password/reset")
+    def password_reset_page(request: Request) -> HTMLResponse:
+        return render(request, settings, "password_reset.html", "password-reset", "Forgotten password")
+
+    @router.get("/account/password/reset/key/{key}")
+    def password_reset_key_page(key: str, request: Request) -> HTMLResponse:
+        # The script reads the key from the address and checks it with the API.
+        return render(request, settings, "password_reset_key.html", "password-reset-key",
+                      "Set a new password")
+
     @router.get("/account/signup")
     def signup_page(request: Request) -> HTMLResponse:
         return render(request, settings, "signup.html", "signup", "Sign up",

@@ -175,3 +175,76 @@ export async function setupProfile() {
   });
   document.getElementById('token-section').setAttribute('data-ready', 'true');
 }
+
+function postJson(path, body) {
+  return fetch(`${base}${path}`, {
+    method: 'POST', credentials: 'same-origin', body: JSON.stringify(body),
+    headers: { ...SCRIPTED, 'Content-Type': 'application/json', Accept: 'application/json' },
+  });
+}
+
+// "Forgot password": the server answers the same whether or not an account has the address.
+export function setupPasswordReset() {
+  const form = document.getElementById('reset-form');
+  const error = document.getElementById('reset-error');
+  const done = document.getElementById('reset-done');
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    const response = await postJson('/account/password/reset', { email: form.email.value });
+    if (!response.ok) {
+      error.textContent = response.status === 429
+        ? 'Too many requests for a new password; try again later.'
+        : `The link could not be requested: ${await answerText(response)}`;
+      error.hidden = false;
+      return;
+    }
+    const data = await response.json();
+    form.hidden = true;
+    done.textContent = data.detail;
+    done.focus();
+  });
+}
+
+// The page of an e-mailed link: the key is the last part of the address.
+export async function setupPasswordResetKey() {
+  const key = decodeURIComponent(window.location.pathname.split('/').filter(Boolean).pop() || '');
+  const checking = document.getElementById('reset-key-checking');
+  const invalid = document.getElementById('reset-key-invalid');
+  const form = document.getElementById('reset-key-form');
+  const error = document.getElementById('reset-key-error');
+  const done = document.getElementById('reset-key-done');
+  const refuse = async (response) => {
+    checking.hidden = true;
+    form.hidden = true;
+    invalid.textContent = await answerText(response);
+    invalid.hidden = false;
+  };
+  const check = await postJson('/account/password/reset/check', { key });
+  if (!check.ok) {
+    await refuse(check);
+    return;
+  }
+  const { username } = await check.json();
+  checking.hidden = true;
+  document.getElementById('reset-key-account').textContent = `Account: ${username}`;
+  form.hidden = false;
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    if (form.password.value !== form.repeat.value) {
+      error.textContent = 'The two passwords differ.';
+      error.hidden = false;
+      return;
+    }
+    const response = await postJson('/account/password/reset/key', { key, password: form.password.value });
+    if (!response.ok) {
+      error.textContent = await answerText(response);
+      error.hidden = false;
+      return;
+    }
+    form.hidden = true;
+    done.hidden = false;
+    done.focus();
+  });
+}

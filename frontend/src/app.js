@@ -4,7 +4,9 @@
 import 'ol/ol.css';
 import './app.css';
 import './maps.css';
-import { setupAccountNav, setupLogin, setupLogout, setupProfile, setupSignup } from './account.js';
+import {
+  setupAccountNav, setupLogin, setupLogout, setupPasswordReset, setupPasswordResetKey, setupProfile, setupSignup,
+} from './account.js';
 import { configureCatalogue, search, setupSearch } from './catalogue.js';
 import { resourceRoute, showResource } from './resource.js';
 import { setupComposer } from './composer.js';
@@ -43,6 +45,10 @@ function start() {
     setupLogin();
   } else if (page === 'logout') {
     setupLogout();
+  } else if (page === 'password-reset') {
+    setupPasswordReset();
+  } else if (page === 'password-reset-key') {
+    setupPasswordResetKey();
   } else if (page === 'signup') {
     setupSignup();
   } else if (page === 'profile') {

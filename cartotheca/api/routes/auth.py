@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from cartotheca import siteurl
+from cartotheca import mail, siteurl
 from cartotheca.api.deps import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -20,11 +21,13 @@ from cartotheca.api.deps import (
 )
 from cartotheca.api.responses import JSON
 from cartotheca.api.schemas.users import user_record
-from cartotheca.catalogue import accounts, oauth
+from cartotheca.catalogue import accounts, oauth, password_reset
+from cartotheca.settings import Settings
 
 BodyDep = Annotated[Any, Depends(read_body)]
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 
 async def _oauth_call(request: Request, db, settings, handler) -> Response:
@@ -91,3 +94,34 @@ def signup(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
     db.commit()
     record = user_record(user, None, siteurl.base(settings), show_perms=True)
     return JSON({"user": record, "pending_approval": not user.is_active}, status_code=201)
+
+
+def _send_reset_mail(settings: Settings, message: password_reset.ResetMail) -> None:
+    try:
+        mail.send(settings, message.subject, message.body, [message.recipient])
+    except Exception:  # the answer has gone: the operator sees why in the log
+        log.exception("The password reset message to %s could not be sent", message.recipient)
+
+
+@router.post("/account/password/reset", tags=["auth"], summary="E-mail a link to set a new password")
+def request_password_reset(request: Request, db: DbDep, settings: SettingsDep, body: BodyDep,
+                           tasks: BackgroundTasks) -> JSON:
+    mails = password_reset.request_reset(db, settings, body, client_address(request),
+                                         siteurl.base(settings))
+    # Sent after the answer: how long it takes must not tell whether an account has the address.
+    for message in mails:
+        tasks.add_task(_send_reset_mail, settings, message)
+    return JSON({"detail": password_reset.REQUESTED})
+
+
+@router.post("/account/password/reset/check", tags=["auth"], summary="Whether a reset link is usable")
+def check_password_reset_key(db: DbDep, body: BodyDep) -> JSON:
+    key = body.get("key") if isinstance(body, dict) else None
+    return JSON({"username": password_reset.check_key(db, key)})
+
+
+@router.post("/account/password/reset/key", tags=["auth"], summary="Set a new password with a reset link")
+def reset_password(db: DbDep, settings: SettingsDep, body: BodyDep) -> JSON:
+    password_reset.reset_password(db, settings, body)
+    db.commit()
+    return JSON({"success": True})

@@ -7,6 +7,7 @@ from cartotheca.db.models.accounts import (
     GroupProfile,
     LoginFailure,
     OAuthApplication,
+    PasswordResetToken,
     User,
     WebSession,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "NotificationMetricDefinition",
     "NotificationReceiver",
     "OAuthApplication",
+    "PasswordResetToken",
     "Rating",
     "Region",
     "RequestEvent",

@@ -129,6 +129,19 @@ class WebSession(Base):
     created: Mapped[created_at]
 
 
+class PasswordResetToken(Base):
+    """A one-time link to set a new password, e-mailed on request. Only a SHA-256 digest of the
+    key is stored; the row is deleted when used and with every password change of its user."""
+
+    __tablename__ = "password_reset_tokens"
+
+    id: Mapped[intpk]
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    expires: Mapped[dt.datetime] = mapped_column(index=True)
+    created: Mapped[created_at]
+
+
 class LoginFailure(Base):
     """Failed logins counted per lockout key (a client address, an account name, or both),
     shared by every server process. The key is a SHA-256 digest: fixed length, whatever a client
