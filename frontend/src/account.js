@@ -3,6 +3,9 @@ import { SCRIPTED, api, base, getJson } from './api.js';
 import { cookie, el } from './dom.js';
 
 let staffUser = false;
+let userId = null;
+// The signed-in user's id (the claims' "sub"), once setupAccountNav's promise has resolved.
+export const currentUserId = () => userId;
 // Whether the signed-in user is staff or a superuser, once setupAccountNav's promise has resolved.
 export const isStaff = () => staffUser;
 
@@ -31,6 +34,7 @@ export async function setupAccountNav() {
   slot.append(el('a', { href: `${base}/account/profile`, id: 'profile-link' }, 'Profile'),
     document.createTextNode(' · '),
     el('a', { href: `${base}/account/logout`, id: 'logout-link' }, 'Log out'));
+  userId = claims.sub || null;
   // The claims do not say whether the user is staff; the user's own record does.
   staffUser = claims.sub ? await staffFlag(claims.sub) : false;
   const staffNav = document.getElementById('staff-nav');

@@ -28,8 +28,9 @@ PHONE = {"width": 390, "height": 844}
 def mail_site(base_app, make_settings, tmp_path_factory):
     """``(server, mailbox)``: a live server whose mail goes to a receiver of this module."""
     with smtp_receiver() as (mailbox, port):
-        with serving(make_settings, tmp_path_factory.mktemp("mail-site") / "server.log", own_site_url=True,
-                     EMAIL_HOST="127.0.0.1", EMAIL_PORT=port, DEFAULT_FROM_EMAIL="site@example.org") as server:
+        log = tmp_path_factory.mktemp("mail-site") / "server.log"
+        with serving(make_settings, log, own_site_url=True, EMAIL_HOST="127.0.0.1", EMAIL_PORT=port,
+                     DEFAULT_FROM_EMAIL="site@example.org") as server:
             yield server, mailbox
 
 

@@ -9,14 +9,18 @@ One live server and browser per module and backend.
 
 from __future__ import annotations
 
+import json
 import zipfile
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
+from sqlalchemy import func, select
 
+from cartotheca.db.models import Resource, Upload
 from tests.api.routes.document_samples import samples, write_sample
-from tests.geodata.fixtures import write_polygons
+from tests.geodata.fixtures import write_polygons, write_raster
 from tests.web.test_pages import _axe, log_in
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -145,11 +149,10 @@ def test_a_geojson_still_becomes_a_dataset(live_server, api, new_page, tmp_path)
     other = write_polygons(tmp_path, "others", driver="GPKG")
     page, watch = new_page()
     _open(page, live_server)
-    # Two datasets at once: the page says why before anything is sent.
+    # Two datasets at once are two uploads (sent one after another: see the test below).
     page.get_by_label("Files:").set_input_files([str(squares), str(other)])
-    expect(page.locator("#upload-summary")).to_contain_text("Only one dataset can be published at a time")
-    page.get_by_role("button", name="Upload").click()
-    expect(page.get_by_role("alert")).to_contain_text("squares.geojson, others.gpkg")
+    expect(page.locator("#upload-summary")).to_have_text("Will upload 2 datasets.")
+    expect(_fate(page, "others.gpkg")).to_have_text("— will be published as a dataset.")
     expect(page.locator("#upload-status")).to_be_hidden()
 
     page.get_by_label("Files:").set_input_files(str(squares))
@@ -191,6 +194,92 @@ def test_dropped_dataset_and_document_go_to_their_own_apis(live_server, api, new
     record = api.ok("GET", f"api/v2/documents/{_document_link(page, 'Plots (readme.txt)')}")["document"]
     assert record["extension"] == "txt"
     assert watch.clean, watch
+
+
+def _zipped_shapefile(tmp_path: Path, name: str) -> Path:
+    shapefile = write_polygons(tmp_path / name, name, driver="ESRI Shapefile")
+    archive = tmp_path / f"{name}.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for part in shapefile.parent.glob(f"{name}.*"):
+            out.write(part, part.name)
+    return archive
+
+
+def _big_geojson(path: Path, count: int = 40_000) -> Path:
+    features = [{"type": "Feature", "properties": {"n": n, "note": f"point number {n}"},
+                 "geometry": {"type": "Point", "coordinates": [n % 360 - 180, (n // 360) % 180 - 90]}}
+                for n in range(count)]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    return path
+
+
+def _stored_files(data_dir: Path) -> set[str]:
+    # The catalogue's own database files change with every request; everything else is data.
+    return {str(p.relative_to(data_dir)) for p in data_dir.rglob("*")
+            if p.is_file() and not p.name.startswith("cartotheca.sqlite3")}
+
+
+def _row_text(page, name: str):
+    return page.locator("#upload-chosen li", has_text=name).locator(".upload-file-progress")
+
+
+def test_several_datasets_go_one_after_another_and_a_cancel_leaves_nothing(
+        live_server, api, new_page, tmp_path, module_db, data_dir):
+    archive = _zipped_shapefile(tmp_path, "plots")
+    relief = write_raster(tmp_path, "relief")
+    squares = write_polygons(tmp_path, "fields", driver="GeoJSON")
+    page, watch = new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    _open(page, live_server)
+    page.get_by_label("Files:").set_input_files([str(archive), str(relief), str(squares)])
+    expect(page.locator("#upload-summary")).to_have_text("Will upload 3 datasets.")
+    page.get_by_role("button", name="Upload").click()
+    # The progress is below the fold on a phone: it is scrolled to and focused.
+    expect(page.locator("#upload-status-heading")).to_be_focused()
+    expect(page.locator("#upload-status-heading")).to_be_in_viewport()
+    assert _wait_done(page) == "finished", page.locator("#upload-error").inner_text()
+    expect(page.locator("#upload-message")).to_have_text("The 3 datasets are ready.")
+    expect(page.locator("#upload-message")).to_be_focused()
+    made = {}
+    for name in ("plots.zip", "relief.tif", "fields.geojson"):
+        assert page.get_by_label(f"Transfer of {name}").evaluate("p => p.value") == 100
+        link = page.get_by_role("link", name=f"Go to the dataset {name}")
+        pk = _id_in(link.get_attribute("href"), "dataset")
+        made[name] = api.ok("GET", f"api/v2/datasets/{pk}")["dataset"]
+    assert {d["subtype"] for d in made.values()} == {"vector", "raster"}
+    assert len({d["pk"] for d in made.values()}) == 3
+    mine = page.locator("#my-uploads-list li")
+    for name in ("plots", "relief", "fields"):
+        expect(mine.filter(has_text=name).first).to_contain_text("published")
+    assert watch.clean, watch
+
+    # Two more, on a slow line: one cancelled while it is sent, one while it is imported.
+    module_db.expire_all()
+    resources = module_db.scalar(select(func.count()).select_from(Resource))
+    records = module_db.scalar(select(func.count()).select_from(Upload))
+    files = _stored_files(data_dir)
+    big = _big_geojson(tmp_path / "heavy.geojson")
+    quick = write_polygons(tmp_path, "quick", driver="GeoJSON")
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 1500,
+                                                  "downloadThroughput": -1, "uploadThroughput": 200_000})
+    page.get_by_label("Files:").set_input_files([str(big), str(quick)])
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator("#upload-message")).to_contain_text("Sending heavy.geojson")
+    page.get_by_role("button", name="Cancel the upload of heavy.geojson").click()
+    expect(page.locator("#upload-message")).to_contain_text("quick.geojson received")
+    page.get_by_role("button", name="Cancel the upload of quick.geojson").click()
+    assert _wait_done(page) == "finished", page.locator("#upload-error").inner_text()
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
+                                                  "downloadThroughput": -1, "uploadThroughput": -1})
+    expect(page.locator("#upload-message")).to_have_text("2 uploads were cancelled.")
+    for name in ("heavy.geojson", "quick.geojson"):
+        expect(_row_text(page, name)).to_contain_text("Cancelled: nothing was kept.")
+    module_db.expire_all()
+    assert module_db.scalar(select(func.count()).select_from(Resource)) == resources
+    assert module_db.scalar(select(func.count()).select_from(Upload)) == records
+    assert _stored_files(data_dir) == files
 
 
 def test_the_choice_for_a_zip_is_honoured_both_ways(live_server, api, new_page, tmp_path):
