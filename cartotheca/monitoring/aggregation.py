@@ -23,6 +23,8 @@ from cartotheca.monitoring import store
 # value metric → what its labels are
 LABELLED = ("request.ip", "request.ua", "request.ua.family", "request.users", "request.path",
             "request.method", "response.status")
+# Paths of the requests answered with a client or server error status
+ERROR_PATH = "response.error.path"
 
 
 @dataclass
@@ -42,6 +44,8 @@ class Totals:
         self.size += event.response_size
         for metric, label in zip(LABELLED, labels, strict=True):
             self.labels[metric][label] += 1
+        if (event.response_status or 0) >= 400:  # the path label: which endpoints answer with errors
+            self.labels[ERROR_PATH][labels[LABELLED.index("request.path")]] += 1
         if error_types:
             self.errors += 1
             self.error_types.update(error_types)

@@ -42,6 +42,8 @@ REQUEST_METRICS = (
     MetricDef("response.size", RATE, "B", "Size of the response body"),
     MetricDef("response.error.count", COUNT, "Count", "Number of server errors"),
     MetricDef("response.error.types", VALUE, "Count", "Server errors by exception class"),
+    MetricDef("response.error.path", VALUE, "Count",
+              "Request path of responses with an error status (4xx, 5xx)"),
 )
 
 HOST_METRICS = (

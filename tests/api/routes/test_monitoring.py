@@ -324,6 +324,7 @@ def test_server_errors_are_captured_with_their_request(make_app, admin_auth):
     with TestClient(app, raise_server_exceptions=False) as client:
         failed = client.get("/api/v2/broken?x=1", headers={"User-Agent": "curl/8.5"})
         assert failed.status_code == 500
+        assert client.get("/api/v2/resources/999999", headers=admin_auth).status_code == 404
         app.state.monitoring.collector.flush()
         listed = envelope_ok(client.get(f"{API}/exceptions/", headers=admin_auth))["exceptions"]
         assert len(listed) == 1
@@ -350,6 +351,11 @@ def test_server_errors_are_captured_with_their_request(make_app, admin_auth):
         collect(app)
         errors = metric_rows(client, admin_auth, "response.error.types", last=3600)
         assert totals(errors, "label") == {"ZeroDivisionError": 1}
+        # Each path answered with an error status (4xx too), for the dashboard's endpoints.
+        paths = metric_rows(client, admin_auth, "response.error.path", last=3600)
+        assert totals(paths, "label") == {"/api/v2/broken": 1, "/api/v2/resources/999999": 1}
+        by_type = metric_rows(client, admin_auth, "response.error.path", last=3600, group_by="event_type")
+        assert totals(by_type, "event_type")["other"] == 2
 
 
 # -- notifications ---------------------------------------------------------------------------
