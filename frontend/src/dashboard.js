@@ -1,6 +1,9 @@
-// The staff monitoring dashboard (/monitoring/): requests and response times per interval drawn
-// as inline SVG, hosts and services, captured exceptions with their details, notification checks
-// and their status; everything read from the monitoring API, which answers staff only.
+// The staff monitoring dashboard (/monitoring/): requests, response times and the error rate per
+// interval drawn as inline SVG with labelled axes, requests and errors per service and per
+// endpoint, hosts and services, captured exceptions with their details, notification checks and
+// their status; everything read from the monitoring API, which answers staff only. The charts,
+// the breakdown and the checks refresh on their own (every REFRESH_SECONDS, or ?refresh=N) until
+// paused.
 import { isStaff } from './account.js';
 import { base, getJson } from './api.js';
 import { el } from './dom.js';
@@ -15,7 +18,10 @@ const PERIODS = {
 // Periods are aligned from 00:00 each day: an interval must divide a day evenly and be a
 // multiple of the period the data are collected in.
 const DAY_DIVISORS = [60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 14400, 21600, 43200, 86400];
-const CHART = { width: 640, height: 220, left: 56, right: 12, top: 14, bottom: 30 };
+const CHART = { width: 640, height: 240, left: 64, right: 12, top: 14, bottom: 46 };
+const REFRESH_SECONDS = 60;
+const MIN_REFRESH_SECONDS = 5;
+const TOP_ENDPOINTS = 10;
 
 let collected = 60; // seconds; the services' check interval, read from the services list
 let shownPeriod = 'hour';
@@ -74,15 +80,18 @@ function weightedAverage(rows) {
   return rows.reduce((sum, row) => sum + Number(row.val) * (Number(row.samples_count) || 0), 0) / samples;
 }
 
-async function series(metric, period, interval) {
-  const query = new URLSearchParams({ last: String(PERIODS[period].seconds), interval: String(interval) });
+async function series(metric, period, interval, extra = {}) {
+  const query = new URLSearchParams({
+    last: String(PERIODS[period].seconds), interval: String(interval), ...extra,
+  });
   const answer = await monitoring(`metric_data/${encodeURIComponent(metric)}/?${query}`);
   return answer.data.data;
 }
 
 // One entry per interval of the window; count and time are null where nothing was collected.
-function intervalsOf(counts, times) {
+function intervalsOf(counts, times, errors = []) {
   const timeRows = new Map(times.map((p) => [p.valid_from, p.data]));
+  const errorRows = new Map(errors.map((p) => [p.valid_from, p.data]));
   return counts.map((p) => {
     const rowsOfTime = timeRows.get(p.valid_from) || [];
     return {
@@ -90,6 +99,7 @@ function intervalsOf(counts, times) {
       to: p.valid_to,
       count: p.data.length ? total(p.data) : null,
       time: rowsOfTime.length ? weightedAverage(rowsOfTime) : null,
+      errors: total(errorRows.get(p.valid_from) || []),
     };
   });
 }
@@ -101,8 +111,16 @@ function svgNode(tag, attrs = {}, text) {
   return node;
 }
 
-// The frame of a chart: title and description for assistive technology, axis, scale labels.
-function chartFrame(id, title, desc, maximum, unit) {
+// "2026-11-26T23:09:00Z" as the tick text of the time axis: the time of day, or the date for
+// intervals of a day.
+function tickText(stamp, interval) {
+  if (typeof stamp !== 'string' || stamp.length < 16) return String(stamp ?? '');
+  return interval >= 86400 ? stamp.slice(5, 10) : stamp.slice(11, 16);
+}
+
+// The frame of a chart: title and description for assistive technology, both axes with their
+// titles, the value scale and the times of the first, middle and last intervals.
+function chartFrame(id, title, desc, maximum, axis, intervals, interval) {
   const { width, height, left, right, top, bottom } = CHART;
   const svg = svgNode('svg', {
     viewBox: `0 0 ${width} ${height}`, role: 'img', class: 'chart-svg',
@@ -110,13 +128,30 @@ function chartFrame(id, title, desc, maximum, unit) {
   });
   svg.append(svgNode('title', { id: `${id}-title` }, title), svgNode('desc', { id: `${id}-desc` }, desc));
   const bottomY = height - bottom;
+  const middleY = (top + bottomY) / 2;
   svg.append(
     svgNode('line', { x1: left, y1: bottomY, x2: width - right, y2: bottomY, class: 'chart-axis' }),
     svgNode('line', { x1: left, y1: top, x2: left, y2: bottomY, class: 'chart-axis' }),
     svgNode('text', { x: left - 6, y: top + 4, class: 'chart-label', 'text-anchor': 'end' }, number(maximum, 1)),
     svgNode('text', { x: left - 6, y: bottomY, class: 'chart-label', 'text-anchor': 'end' }, '0'),
-    svgNode('text', { x: left + 4, y: height - 8, class: 'chart-label' }, unit),
+    svgNode('text', {
+      x: 14, y: middleY, class: 'chart-label chart-axis-title y-axis-title', 'text-anchor': 'middle',
+      transform: `rotate(-90 14 ${middleY})`,
+    }, axis),
+    svgNode('text', {
+      x: (left + width - right) / 2, y: height - 6, class: 'chart-label chart-axis-title x-axis-title',
+      'text-anchor': 'middle',
+    }, `Time (UTC), per ${intervalWords(interval)}`),
   );
+  const count = intervals.length;
+  const ticks = count ? [...new Set([0, Math.floor((count - 1) / 2), count - 1])] : [];
+  for (const index of ticks) {
+    const { x, width: w } = slot(index, count);
+    const anchor = index === 0 ? 'start' : (index === count - 1 ? 'end' : 'middle');
+    const tx = anchor === 'start' ? x : (anchor === 'end' ? x + w : x + w / 2);
+    svg.append(svgNode('text', { x: tx, y: bottomY + 16, class: 'chart-label x-tick', 'text-anchor': anchor },
+      tickText(intervals[index].from, interval)));
+  }
   return svg;
 }
 
@@ -137,7 +172,7 @@ function drawCounts(intervals, period, interval) {
   const title = `Requests per ${intervalWords(interval)}, ${PERIODS[period].words}`;
   const desc = `${number(sum)} requests in total; ${withData.length} of ${intervals.length} intervals `
     + `have data; the busiest had ${number(withData.length ? maximum : 0)}.`;
-  const svg = chartFrame('count-chart', title, desc, maximum, 'requests');
+  const svg = chartFrame('count-chart', title, desc, maximum, 'Requests', intervals, interval);
   intervals.forEach((item, index) => {
     if (item.count === null) return;
     const { x, width } = slot(index, intervals.length);
@@ -162,7 +197,7 @@ function drawTimes(intervals, period, interval) {
     ? `From ${number(Math.min(...values), 1)} to ${number(Math.max(...values), 1)} milliseconds `
       + `in the ${withData.length} of ${intervals.length} intervals with data.`
     : `No response was timed in the ${intervals.length} intervals.`;
-  const svg = chartFrame('time-chart', title, desc, maximum, 'ms');
+  const svg = chartFrame('time-chart', title, desc, maximum, 'Milliseconds', intervals, interval);
   const points = withData.map((item) => {
     const { x, width } = slot(item.index, intervals.length);
     return { item, x: x + width / 2, y: scaleY(item.time, maximum) };
@@ -179,6 +214,35 @@ function drawTimes(intervals, period, interval) {
   byId('time-caption').textContent = `${title}: ${desc}`;
 }
 
+// The share of requests answered with an error status (4xx, 5xx), per interval with requests.
+function drawErrorRates(intervals, period, interval) {
+  const rated = intervals.map((item, index) => ({ ...item, index }))
+    .filter((i) => i.count)
+    .map((i) => ({ ...i, rate: (100 * (i.errors || 0)) / i.count }));
+  const maximum = Math.max(1, ...rated.map((i) => i.rate));
+  const errors = rated.reduce((sum, i) => sum + (i.errors || 0), 0);
+  const requests = rated.reduce((sum, i) => sum + i.count, 0);
+  const title = `Error rate per ${intervalWords(interval)}, ${PERIODS[period].words}`;
+  const desc = requests
+    ? `${number(errors)} of ${number(requests)} requests (${number((100 * errors) / requests, 1)} %) were `
+      + `answered with an error status; the worst interval had ${number(Math.max(0, ...rated.map((i) => i.rate)), 1)} %.`
+    : `No request in the ${intervals.length} intervals.`;
+  const svg = chartFrame('error-chart', title, desc, maximum, 'Errors (% of requests)', intervals, interval);
+  for (const item of rated) {
+    const { x, width } = slot(item.index, intervals.length);
+    const y = scaleY(item.rate, maximum);
+    const bar = svgNode('rect', {
+      x: x + width * 0.1, y, width: Math.max(width * 0.8, 1), height: CHART.height - CHART.bottom - y,
+      class: 'chart-bar chart-error-bar', 'data-from': item.from, 'data-errors': String(item.errors || 0),
+    });
+    bar.append(svgNode('title', {}, `${item.from}: ${number(item.errors || 0)} errors of ${number(item.count)} requests`));
+    svg.append(bar);
+  }
+  byId('error-chart').replaceChildren(svg);
+  byId('error-caption').textContent = `${title}: ${desc}`;
+  byId('error-figure').dataset.errors = String(errors);
+}
+
 function fillTrafficTable(intervals, interval) {
   byId('traffic-table-caption').textContent = `Requests and average response time per ${intervalWords(interval)} `
     + '(intervals with data only)';
@@ -192,16 +256,111 @@ async function showTraffic(period) {
   const asked = ++trafficRequest;
   section.dataset.ready = 'false';
   const interval = validInterval(PERIODS[period].interval, collected);
-  const [counts, times] = await Promise.all([
-    series('request.count', period, interval), series('response.time', period, interval)]);
+  const [counts, times, errors] = await Promise.all([
+    series('request.count', period, interval), series('response.time', period, interval),
+    series('response.error.path', period, interval)]);
   if (asked !== trafficRequest) return;
-  const intervals = intervalsOf(counts, times);
+  const intervals = intervalsOf(counts, times, errors);
   drawCounts(intervals, period, interval);
   drawTimes(intervals, period, interval);
+  drawErrorRates(intervals, period, interval);
   fillTrafficTable(intervals, interval);
   section.dataset.period = period;
   section.dataset.interval = String(interval);
   section.dataset.ready = 'true';
+}
+
+// -- requests and errors per service and per endpoint ---------------------------------------
+
+// Each row's value summed over the window, per key of the row (its event type or label).
+function sumsBy(periods, key) {
+  const sums = new Map();
+  for (const p of periods) {
+    for (const row of p.data) sums.set(row[key], (sums.get(row[key]) || 0) + Number(row.val));
+  }
+  return sums;
+}
+
+// The event types that name a service: each OWS service, and "other" (the API and the pages).
+function serviceName(eventType) {
+  if (eventType === 'other') return 'API and pages';
+  return eventType.startsWith('OWS:') && eventType !== 'OWS:ALL' ? eventType.slice(4) : null;
+}
+
+function rate(errors, requests) {
+  return requests ? `${number((100 * errors) / requests, 1)} %` : '–';
+}
+
+let breakdownRequest = 0;
+
+async function showBreakdown(period) {
+  const section = byId('breakdown');
+  const asked = ++breakdownRequest;
+  section.dataset.ready = 'false';
+  const interval = validInterval(PERIODS[period].interval, collected);
+  const byType = { group_by: 'event_type' };
+  const [typeCounts, typeErrors, pathCounts, pathErrors] = await Promise.all([
+    series('request.count', period, interval, byType), series('response.error.path', period, interval, byType),
+    series('request.path', period, interval), series('response.error.path', period, interval)]);
+  if (asked !== breakdownRequest) return;
+  const requests = sumsBy(typeCounts, 'event_type');
+  const errors = sumsBy(typeErrors, 'event_type');
+  const services = [...requests].filter(([type]) => serviceName(type))
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  fillTable('service-breakdown', services.map(([type, n]) => [
+    serviceName(type), number(n), number(errors.get(type) || 0), rate(errors.get(type) || 0, n)]));
+  const paths = sumsBy(pathCounts, 'label');
+  const failedPaths = sumsBy(pathErrors, 'label');
+  const busiest = [...paths].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, TOP_ENDPOINTS);
+  fillTable('endpoint-breakdown', busiest.map(([path, n]) => [
+    el('span', { class: 'endpoint-path' }, path), number(n), number(failedPaths.get(path) || 0)]));
+  byId('breakdown-period').textContent = `In ${PERIODS[period].words}.`;
+  section.dataset.period = period;
+  section.dataset.ready = 'true';
+}
+
+// -- auto-refresh ---------------------------------------------------------------------------
+
+function refreshSeconds() {
+  const asked = Number(new URLSearchParams(window.location.search).get('refresh'));
+  return Number.isFinite(asked) && asked > 0 ? Math.max(MIN_REFRESH_SECONDS, asked) : REFRESH_SECONDS;
+}
+
+let refreshTimer = null;
+let refreshes = 0;
+
+async function refreshNow() {
+  await Promise.all([showTraffic(shownPeriod), showBreakdown(shownPeriod), showChecks()]
+    .map((job) => job.catch(failed)));
+  refreshes += 1;
+  const dashboard = byId('dashboard');
+  dashboard.dataset.refreshes = String(refreshes);
+  byId('refresh-note').textContent = `Refreshed at ${new Date().toISOString().slice(11, 19)} UTC.`;
+}
+
+function setupRefresh() {
+  const seconds = refreshSeconds();
+  const toggle = byId('refresh-toggle');
+  const note = byId('refresh-note');
+  const start = () => {
+    refreshTimer = window.setInterval(refreshNow, seconds * 1000);
+    toggle.textContent = 'Pause the auto-refresh';
+    toggle.dataset.state = 'running';
+    note.textContent = `The data refresh every ${seconds} seconds.`;
+  };
+  toggle.addEventListener('click', () => {
+    if (refreshTimer) {
+      window.clearInterval(refreshTimer);
+      refreshTimer = null;
+      toggle.textContent = 'Resume the auto-refresh';
+      toggle.dataset.state = 'paused';
+      note.textContent = 'The auto-refresh is paused.';
+    } else {
+      start();
+      refreshNow();
+    }
+  });
+  start();
 }
 
 function setupPeriods() {
@@ -211,6 +370,7 @@ function setupPeriods() {
       shownPeriod = button.dataset.period;
       for (const other of buttons) other.setAttribute('aria-pressed', String(other === button));
       showTraffic(shownPeriod).catch(failed);
+      showBreakdown(shownPeriod).catch(failed);
     });
   }
 }
@@ -353,9 +513,11 @@ export async function setupDashboard(signedIn) {
   setupPeriods();
   setupExceptionPanel();
   const sections = [
-    showServices().then(() => showTraffic(shownPeriod)), showExceptions(), showChecks(),
+    showServices().then(() => Promise.all([showTraffic(shownPeriod), showBreakdown(shownPeriod)])),
+    showExceptions(), showChecks(),
   ].map((job) => job.catch(failed));
   await Promise.all(sections);
+  setupRefresh();
   status.textContent = 'Monitoring data loaded.';
   byId('dashboard').dataset.ready = 'true';
 }

@@ -39,6 +39,23 @@ def reader(module_db):
     return make_user(module_db, "reader", email="reader@example.org")
 
 
+def beyond_width(page, width: int) -> list[str]:
+    """The elements of the page's own content (its <main>) reaching past ``width`` pixels outside
+    any box that scrolls them (a wide table in its scrolling wrapper is fine): what would make a
+    phone scroll sideways. The site header is checked with the layout."""
+    return page.evaluate("""(width) => {
+        const clipped = (e) => {
+            for (let p = e.parentElement; p && p.tagName !== 'MAIN'; p = p.parentElement) {
+                if (getComputedStyle(p).overflowX !== 'visible') return true;
+            }
+            return false;
+        };
+        return [...document.querySelectorAll('main, main *')]
+            .filter((e) => e.getBoundingClientRect().right > width + 0.5 && !clipped(e))
+            .map((e) => `${e.tagName.toLowerCase()}#${e.id} ${Math.round(e.getBoundingClientRect().right)}`);
+    }""", width)
+
+
 def _wait_for_mail(mailbox, count: int) -> None:
     deadline = time.monotonic() + 15
     while len(mailbox.messages) < count:
@@ -103,4 +120,5 @@ def test_account_pages_fit_a_phone_and_pass_axe(mail_site, new_page):
         page.goto(f"{server.url}{path}")
         expect(page.locator(ready)).to_be_visible()
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], path
+        assert beyond_width(page, PHONE["width"]) == [], path
         assert _axe(page) == [], path

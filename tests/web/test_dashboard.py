@@ -31,6 +31,7 @@ from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_user
 from tests.geodata.fixtures import publish_file, write_polygons
 from tests.support.processes import outside_environment, settings_env
+from tests.web.test_account_pages import beyond_width
 from tests.web.test_pages import XSS_PAYLOADS, _axe
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -342,3 +343,70 @@ def test_non_staff_and_anonymous_visitors_get_a_message_and_no_data(live_server,
     assert asked == []
     assert _axe(page) == []
     assert watch.clean, watch
+
+
+def breakdown_cell(page, table: str, key: str, column: int) -> float:
+    row = page.locator(f"#{table} tbody tr").filter(has=page.locator("td").first.filter(has_text=key))
+    return float(row.first.locator("td").nth(column).inner_text().replace(",", "").rstrip(" %"))
+
+
+def test_breakdown_error_rate_axes_and_auto_refresh(live_server, api, traffic, new_page, make_settings):
+    page, watch = new_page(bypass_csp=True)  # for axe
+    page.set_viewport_size({"width": 390, "height": 844})
+    response = page.request.post(f"{live_server.url}account/login",
+                                 data={"username": "admin", "password": ADMIN_PASSWORD})
+    assert response.ok, response.text()
+    page.goto(f"{live_server.url}monitoring/?refresh=5")
+    page.wait_for_selector("#dashboard[data-ready='true']", state="attached")
+    expect(page.locator("#breakdown")).to_have_attribute("data-ready", "true")
+
+    # Both axes of each chart say what they measure; the time axis names interval starts.
+    for chart, axis in (("count-chart", "Requests"), ("time-chart", "Milliseconds"),
+                        ("error-chart", "Errors (% of requests)")):
+        expect(page.locator(f"#{chart} .y-axis-title")).to_have_text(axis)
+        expect(page.locator(f"#{chart} .x-axis-title")).to_have_text("Time (UTC), per minute")
+        assert page.locator(f"#{chart} .x-tick").count() >= 1
+    expect(page.locator("#error-chart svg > title")).to_have_text("Error rate per minute, the last hour")
+
+    # Per service and per endpoint, as the monitoring API sums them over the hour.
+    window = {"last": 3600, "interval": traffic["interval"]}
+    by_type = api.ok("GET", f"{MONITORING}/metric_data/request.count/",
+                     params={**window, "group_by": "event_type"})["data"]["data"]
+    wfs_requests = sum(float(r["val"]) for p in by_type for r in p["data"] if r["event_type"] == "OWS:WFS")
+    assert wfs_requests >= 3
+    assert breakdown_cell(page, "service-breakdown", "WFS", 1) >= wfs_requests
+    # The GetFeature that failed on the damaged dataset is the WFS's error.
+    assert breakdown_cell(page, "service-breakdown", "WFS", 2) >= 1
+    assert breakdown_cell(page, "service-breakdown", "API and pages", 1) >= 4
+    assert breakdown_cell(page, "endpoint-breakdown", "/ows", 2) >= 1
+    assert int(page.locator("#error-figure").get_attribute("data-errors")) >= 1
+    assert beyond_width(page, 390) == []
+    assert _axe(page) == []
+
+    # New requests, once collected, show without a reload.
+    before = breakdown_cell(page, "endpoint-breakdown", "/api/v2/resources", 1)
+    refreshed = int(page.locator("#dashboard").get_attribute("data-refreshes") or 0)
+    for _ in range(5):
+        api.ok("GET", "api/v2/resources")
+    assert api.request("GET", "api/v2/resources/99999999").status_code == 404
+    time.sleep(3)  # the server writes its captured requests every few seconds
+    run_collection(make_settings, live_server, traffic["interval"])
+    page.wait_for_function(
+        """([before]) => [...document.querySelectorAll('#endpoint-breakdown tbody tr')].some((row) =>
+            row.cells[0].textContent === '/api/v2/resources'
+            && Number(row.cells[1].textContent.replaceAll(',', '')) >= before + 5)""",
+        arg=[before], timeout=30_000)
+    assert int(page.locator("#dashboard").get_attribute("data-refreshes")) > refreshed
+    assert breakdown_cell(page, "endpoint-breakdown", "/api/v2/resources/99999999", 2) == 1
+
+    # The pause, from the keyboard: no refresh while paused.
+    toggle = page.get_by_role("button", name="Pause the auto-refresh")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#refresh-toggle")).to_have_text("Resume the auto-refresh")
+    paused_at = page.locator("#dashboard").get_attribute("data-refreshes")
+    page.wait_for_timeout(6_000)
+    assert page.locator("#dashboard").get_attribute("data-refreshes") == paused_at
+    page.keyboard.press("Enter")
+    expect(page.locator("#refresh-toggle")).to_have_text("Pause the auto-refresh")
+    assert not (watch.dialogs or watch.page_errors or watch.failed_responses), watch

@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from cartotheca.db.models import Resource, Upload
 from tests.api.routes.document_samples import samples, write_sample
 from tests.geodata.fixtures import write_polygons, write_raster
+from tests.web.test_account_pages import beyond_width
 from tests.web.test_pages import _axe, log_in
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
@@ -240,6 +241,8 @@ def test_several_datasets_go_one_after_another_and_a_cancel_leaves_nothing(
     assert _wait_done(page) == "finished", page.locator("#upload-error").inner_text()
     expect(page.locator("#upload-message")).to_have_text("The 3 datasets are ready.")
     expect(page.locator("#upload-message")).to_be_focused()
+    expect(page.locator("#my-uploads")).to_have_attribute("data-ready", "true")
+    assert beyond_width(page, 390) == []
     made = {}
     for name in ("plots.zip", "relief.tif", "fields.geojson"):
         assert page.get_by_label(f"Transfer of {name}").evaluate("p => p.value") == 100
