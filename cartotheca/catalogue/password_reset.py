@@ -93,7 +93,7 @@ def request_reset(session: Session, settings: Settings, data: Any, address: str 
             expires=now + dt.timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT)))
         mails.append(_message(settings, site, user, key))
     # Counted as a failure whatever the outcome: the limit is on requests, not on misses.
-    login_guard.record_failure(session, settings, keys)  # commits the keys too
+    login_guard.record_failure(session, settings, keys)
     return mails
 
 

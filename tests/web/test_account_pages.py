@@ -13,6 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_user
 from tests.support.processes import serving
 from tests.support.services import smtp_receiver
@@ -122,3 +123,11 @@ def test_account_pages_fit_a_phone_and_pass_axe(mail_site, new_page):
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], path
         assert beyond_width(page, PHONE["width"]) == [], path
         assert _axe(page) == [], path
+    # The profile of a signed-in user, with its token form.
+    response = page.request.post(f"{server.url}account/login",
+                                 data={"username": "admin", "password": ADMIN_PASSWORD})
+    assert response.ok, response.text()
+    page.goto(f"{server.url}account/profile")
+    expect(page.locator("#token-section")).to_have_attribute("data-ready", "true")
+    assert beyond_width(page, PHONE["width"]) == []
+    assert _axe(page) == []

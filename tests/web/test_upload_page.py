@@ -229,7 +229,7 @@ def test_several_datasets_go_one_after_another_and_a_cancel_leaves_nothing(
     archive = _zipped_shapefile(tmp_path, "plots")
     relief = write_raster(tmp_path, "relief")
     squares = write_polygons(tmp_path, "fields", driver="GeoJSON")
-    page, watch = new_page()
+    page, watch = new_page(bypass_csp=True)  # for axe
     page.set_viewport_size({"width": 390, "height": 844})
     _open(page, live_server)
     page.get_by_label("Files:").set_input_files([str(archive), str(relief), str(squares)])
@@ -243,6 +243,7 @@ def test_several_datasets_go_one_after_another_and_a_cancel_leaves_nothing(
     expect(page.locator("#upload-message")).to_be_focused()
     expect(page.locator("#my-uploads")).to_have_attribute("data-ready", "true")
     assert beyond_width(page, 390) == []
+    assert _axe(page) == []  # with the rows' results and "My uploads"
     made = {}
     for name in ("plots.zip", "relief.tif", "fields.geojson"):
         assert page.get_by_label(f"Transfer of {name}").evaluate("p => p.value") == 100

@@ -108,6 +108,7 @@ def request_password_reset(request: Request, db: DbDep, settings: SettingsDep, b
                            tasks: BackgroundTasks) -> JSON:
     mails = password_reset.request_reset(db, settings, body, client_address(request),
                                          siteurl.base(settings))
+    db.commit()
     # Sent after the answer: how long it takes must not tell whether an account has the address.
     for message in mails:
         tasks.add_task(_send_reset_mail, settings, message)

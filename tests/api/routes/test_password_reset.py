@@ -140,3 +140,21 @@ def test_requests_are_throttled_apart_from_logins(make_app, smtp_server, db):  #
         assert mailbox.recipients() == ["ana@example.org"]
         # The same address may still log in: the requests are counted apart.
         assert _login(client, PASSWORD).status_code == 200
+
+
+def test_without_the_login_throttle_keys_are_still_issued(make_app, smtp_server, db):  # noqa: F811
+    mailbox, port = smtp_server
+    make_user(db, "ana", email="ana@example.org")
+    app = make_app(EMAIL_HOST="127.0.0.1", EMAIL_PORT=port, AXES_ENABLED=False, PASSWORD_RESET_TIMEOUT=3600)
+    with TestClient(app) as client:
+        for _ in range(4):
+            answer = client.post("/account/password/reset", json={"email": "ana@example.org"})
+            assert answer.status_code == 200
+        assert "within 60 minutes" in _text(mailbox.messages[0][1])
+        keys = _keys_in(mailbox)
+        assert len(keys) == 4
+        done = client.post("/account/password/reset/key", json={"key": keys[2], "password": NEW_PASSWORD})
+        assert done.status_code == 200
+        # The others of the account are void with the change.
+        assert client.post("/account/password/reset/check", json={"key": keys[3]}).status_code == 400
+        assert _login(client, NEW_PASSWORD).status_code == 200
