@@ -21,10 +21,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 from playwright.sync_api import expect
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, func, select, text
 
 from cartotheca.db.base import utcnow
-from cartotheca.db.models import Dataset
+from cartotheca.db.models import Dataset, RequestEvent
 from cartotheca.geodata.storage.geopackage import GeoPackageStore
 from cartotheca.monitoring.periods import align_end
 from tests.conftest import ADMIN_PASSWORD
@@ -350,7 +350,14 @@ def breakdown_cell(page, table: str, key: str, column: int) -> float:
     return float(row.first.locator("td").nth(column).inner_text().replace(",", "").rstrip(" %"))
 
 
-def test_breakdown_error_rate_axes_and_auto_refresh(live_server, api, traffic, new_page, make_settings):
+def written_requests(db, path_prefix: str) -> int:
+    db.rollback()  # a fresh snapshot: the live server writes them
+    return db.scalar(select(func.count()).select_from(RequestEvent)
+                     .where(RequestEvent.request_path.startswith(path_prefix)))
+
+
+def test_breakdown_error_rate_axes_and_auto_refresh(live_server, api, traffic, new_page, make_settings,
+                                                    module_db):
     page, watch = new_page(bypass_csp=True)  # for axe
     page.set_viewport_size({"width": 390, "height": 844})
     response = page.request.post(f"{live_server.url}account/login",
@@ -383,13 +390,22 @@ def test_breakdown_error_rate_axes_and_auto_refresh(live_server, api, traffic, n
     assert beyond_width(page, 390) == []
     assert _axe(page) == []
 
-    # New requests, once collected, show without a reload.
+    # New requests, once collected, show without a reload. A period is aggregated once: they
+    # go into one after the module's collection run.
+    wait = (traffic["collected_until"] - utcnow()).total_seconds()
+    if wait > 0:
+        time.sleep(wait + 0.5)
     before = breakdown_cell(page, "endpoint-breakdown", "/api/v2/resources", 1)
     refreshed = int(page.locator("#dashboard").get_attribute("data-refreshes") or 0)
+    written = written_requests(module_db, "/api/v2/resources")
     for _ in range(5):
         api.ok("GET", "api/v2/resources")
     assert api.request("GET", "api/v2/resources/99999999").status_code == 404
-    time.sleep(3)  # the server writes its captured requests every few seconds
+    # The server writes its captured requests every few seconds.
+    deadline = time.monotonic() + 30
+    while written_requests(module_db, "/api/v2/resources") < written + 6:
+        assert time.monotonic() < deadline, "the new requests were not written"
+        time.sleep(0.5)
     run_collection(make_settings, live_server, traffic["interval"])
     page.wait_for_function(
         """([before]) => [...document.querySelectorAll('#endpoint-breakdown tbody tr')].some((row) =>
