@@ -18,12 +18,27 @@ import httpx
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from tests.conftest import _clean
+from tests.conftest import BACKENDS, _clean
 from tests.support.services import unavailable
 
 CHROMIUM = os.environ.get("CARTOTHECA_TEST_CHROMIUM", "/usr/bin/chromium")
 AXE_JS = Path(__file__).parent / "vendor" / "axe.min.js"
 TIMEOUT_MS = 15_000
+WEB_TESTS = Path(__file__).parent
+# Modules whose pages show something only one database produces: they run on every backend.
+ON_EVERY_BACKEND = frozenset({"test_dashboard.py"})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The pages run the same script over the same API on either database, and the API's
+    behaviour on each is tested under tests/api: the browser tests run on the first backend
+    only (a live server and a browser per module and backend were most of the suite's time)."""
+    skip = pytest.mark.skip(reason="the pages do not depend on the database; tests/api covers each")
+    for item in items:
+        backend = getattr(item, "callspec", None) and item.callspec.params.get("database_url")
+        if (backend and backend != BACKENDS[0] and WEB_TESTS in item.path.parents
+                and item.path.name not in ON_EVERY_BACKEND):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")
