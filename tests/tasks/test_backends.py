@@ -6,24 +6,12 @@ process on a real Redis broker.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
-
-
-def wait_execution(client, status_url: str, headers, timeout: float = 60.0) -> dict:
-    path = status_url.split("testserver", 1)[-1]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = client.get(path, headers=headers).json()
-        if body["status"] in ("finished", "failed"):
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"execution still {body['status']} after {timeout}s")
+from tests.support.executions import wait_execution
 
 
 @pytest.fixture(params=["inprocess", "celery-redis", "celery-rabbitmq"])
@@ -53,20 +41,20 @@ def test_operations_end_to_end(backend_client, db, settings):
     start = client.put(f"/api/v2/resources/{resource.id}/permissions", headers=headers,
                        json={"users": [{"id": reader.id, "permissions": "view"}], "groups": []})
     assert start.status_code == 200 and start.json()["status"] == "ready"
-    done = wait_execution(client, start.json()["status_url"], headers)
+    done = wait_execution(client.get, start.json()["status_url"], headers)
     assert done["status"] == "finished" and done["func_name"] == "set_permissions"
     seen = client.get(f"/api/v2/resources/{resource.id}", headers=reader_headers)
     assert seen.status_code == 200 and seen.json()["resource"]["perms"] == ["view_resourcebase"]
 
     start = client.put(f"/api/v2/resources/{resource.id}/update", headers=headers,
                        data={"vals": '{"title": "Streams"}'})
-    assert wait_execution(client, start.json()["status_url"], headers)["status"] == "finished"
+    assert wait_execution(client.get, start.json()["status_url"], headers)["status"] == "finished"
     assert client.get(f"/api/v2/resources/{resource.id}",
                       headers=headers).json()["resource"]["title"] == "Streams"
 
     start = client.put(f"/api/v2/resources/{resource.id}/copy", headers=headers,
                        json={"defaults": {"title": "Streams copy"}})
-    done = wait_execution(client, start.json()["status_url"], headers)
+    done = wait_execution(client.get, start.json()["status_url"], headers)
     assert done["status"] == "finished"
     copy_id = done["output_params"]["resources"][0]["id"]
     copied = client.get(f"/api/v2/resources/{copy_id}", headers=headers).json()["resource"]
@@ -75,7 +63,7 @@ def test_operations_end_to_end(backend_client, db, settings):
 
     start = client.delete(f"/api/v2/resources/{resource.id}/delete", headers=headers)
     assert start.status_code == 200
-    assert wait_execution(client, start.json()["status_url"], headers)["status"] == "finished"
+    assert wait_execution(client.get, start.json()["status_url"], headers)["status"] == "finished"
     assert client.get(f"/api/v2/resources/{resource.id}", headers=headers).status_code == 404
 
     listed = client.get("/api/v2/executionrequest", headers=headers).json()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import time
-from urllib.parse import urlsplit
 
 import httpx
 from fastapi.testclient import TestClient
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from tests.conftest import ADMIN_PASSWORD, basic
 from tests.factories import PASSWORD
 from tests.support.catalogue_changes import CATEGORIES, KEYWORDS, make_cast, random_change
+from tests.support.executions import wait_execution
 from tests.support.ports import free_port
 from tests.support.processes import wait_http
 
@@ -42,16 +42,6 @@ def answers(get, headers) -> list:
     return out
 
 
-def wait_execution(http: httpx.Client, url: str, headers: dict, timeout: float = 60.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        body = http.get(url, headers=headers).json()
-        if body["status"] in ("finished", "failed"):
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"execution still {body['status']} after {timeout}s")
-
-
 def write_through(http: httpx.Client, base: str, cast, rnd: random.Random) -> None:
     """A metadata edit the server process makes itself."""
     rid = rnd.choice(cast.resources)
@@ -71,7 +61,7 @@ def permissions_by_worker(http: httpx.Client, base: str, cast, rnd: random.Rando
                        json={"users": users, "groups": groups})
     assert started.status_code == 200, started.text
     # the servers advertise the test client's site URL: ask this server at the same path
-    done = wait_execution(http, base + urlsplit(started.json()["status_url"]).path, ADMIN)
+    done = wait_execution(lambda path, **kw: http.get(base + path, **kw), started.json()["status_url"], ADMIN)
     assert done["status"] == "finished", done
 
 
