@@ -10,6 +10,7 @@ default.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ from pygeofilter.util import parse_datetime
 
 from cartotheca.errors import InvalidFilter
 from cartotheca.filters import gml
+
+# pygeofilter builds its ECQL grammar with debug=True, which turns lark's shared logger to DEBUG:
+# every grammar built later in the process (jsonschema's format checker builds 38) would print
+# its unused rules to the server's log.
+logging.getLogger("lark").setLevel(logging.WARNING)
 
 
 @dataclass
