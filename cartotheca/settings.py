@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     DATABASE_MAX_OVERFLOW: int | None = None
     DATABASE_POOL_TIMEOUT: float = 3.0  # seconds a request waits for a connection, then 503
     THREAD_POOL_SIZE: int = 24  # threads running synchronous request work, per process
+    # Seconds between handing the allocator's free pages back to the system (0: never)
+    MEMORY_RELEASE_INTERVAL: float = 10.0
     # Heavy map-server requests (OWS, CSW, tiles) running at once per process (None: one per CPU
     # the process may use), how many more may wait for a turn, and for how long, before a 503
     # (cartotheca.api.bulkhead); the other request threads stay free for the catalogue API.

@@ -1,12 +1,16 @@
-"""Bounding glibc's allocator arenas in server processes and their children."""
+"""Bounding glibc's allocator arenas in server processes and their children, and handing free
+memory back to the system."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
+
+from cartotheca import memory
 
 ARENAS_PROBE = """
 import ctypes, ctypes.util, subprocess, sys, tempfile, threading
@@ -61,3 +65,40 @@ def test_server_threads_share_two_arenas_and_children_inherit_the_limit():
 def test_an_operators_arena_setting_is_kept():
     _, child = _probe("limit", MALLOC_ARENA_MAX="4")
     assert child == "4"
+
+
+RELEASE_PROBE = """
+import os, time
+from cartotheca import memory
+
+def resident_mib():
+    return int(open(f"/proc/{os.getpid()}/statm").read().split()[1]) * 4096 / 2**20
+
+# 200 MB in 1 kB blocks (glibc's heap, not Python's small-object arenas), one in a hundred kept:
+# the kept blocks pin the freed ones between them, so freeing alone returns nothing.
+kept, dropped = [], []
+for i in range(200_000):
+    (kept if i % 100 == 0 else dropped).append(bytes(1024 + i % 7))
+dropped.clear()
+freed = resident_mib()
+releaser = memory.FreeMemoryReleaser(0.2)
+releaser.start()
+time.sleep(1.0)
+releaser.stop()
+print(freed, resident_mib())
+"""
+
+
+def test_free_memory_goes_back_to_the_system():
+    out = subprocess.run([sys.executable, "-c", RELEASE_PROBE], capture_output=True, text=True,
+                         check=True).stdout.split()
+    freed, released = float(out[0]), float(out[1])
+    assert freed > 150  # the freed blocks are still resident before the releaser runs
+    assert released < freed - 120
+
+
+def test_releaser_turned_off():
+    releaser = memory.FreeMemoryReleaser(0)
+    releaser.start()
+    assert not any(t.name == "memory-release" for t in threading.enumerate())
+    releaser.stop()

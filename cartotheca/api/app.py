@@ -10,7 +10,7 @@ import anyio.to_thread
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cartotheca import __version__, web
+from cartotheca import __version__, memory, web
 from cartotheca.api.bulkhead import Bulkhead
 from cartotheca.api.deps import AppState
 from cartotheca.api.errors import add_exception_handlers
@@ -150,9 +150,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
             monitor.start(aggregate=settings.TASK_BACKEND != "celery")
         if index is not None:
             index.start()  # built in the background; lists and facets count in SQL meanwhile
+        releaser = memory.FreeMemoryReleaser(settings.MEMORY_RELEASE_INTERVAL)
+        releaser.start()
         try:
             yield
         finally:
+            releaser.stop()
             if index is not None:
                 index.stop()
             if monitor is not None:

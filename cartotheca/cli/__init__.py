@@ -115,6 +115,7 @@ def worker(concurrency: int | None, loglevel: str, beat: bool) -> None:
     # migrate and the management commands do not need.
     from cartotheca.cli.worker import compose_worker  # noqa: PLC0415
 
+    memory.FreeMemoryReleaser(settings.MEMORY_RELEASE_INTERVAL).start()
     compose_worker(settings).worker_main([
         "worker", f"--loglevel={loglevel}", "--pool=threads",
         f"--concurrency={concurrency or settings.EXECUTION_WORKERS}",
