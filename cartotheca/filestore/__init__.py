@@ -1,4 +1,4 @@
-"""cartotheca.filestore: the files the service keeps (documents, thumbnails), behind one interface.
+"""cartotheca.filestore: the files the service keeps (documents, thumbnails, rasters), behind one interface.
 
 A ``FileStore`` holds objects under keys: relative POSIX paths such as
 ``documents/<uuid>/report.pdf`` or ``thumbnails/<uuid>.png``. The embedded default keeps them as
@@ -67,6 +67,10 @@ class FileStore(Protocol):
 
     def gdal_path(self, key: str) -> str:
         """A path GDAL opens the object with (a file path, or ``/vsis3/bucket/key``)."""
+
+    def gdal_config(self) -> dict[str, str]:
+        """GDAL configuration options (``AWS_S3_ENDPOINT`` ...) that let GDAL open ``gdal_path``
+        names; empty for a local folder."""
 
     def local_path(self, key: str) -> Path | None:
         """The object's file when the store is a local folder, else None."""

@@ -113,6 +113,9 @@ class LocalFileStore:
     def gdal_path(self, key: str) -> str:
         return str(self._path(key))
 
+    def gdal_config(self) -> dict[str, str]:
+        return {}
+
     def local_path(self, key: str) -> Path | None:
         return self._path(key)
 

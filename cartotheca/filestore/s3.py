@@ -67,9 +67,10 @@ def _missing(exc: botocore.exceptions.ClientError) -> bool:
 
 
 class S3FileStore:
-    def __init__(self, location: S3Location, client: Any):
+    def __init__(self, location: S3Location, client: Any, gdal: dict[str, str] | None = None):
         self.location = location
         self.client = client
+        self._gdal = dict(gdal or {})
 
     @classmethod
     def connect(cls, url: str, *, endpoint_url: str | None = None, region: str | None = None,
@@ -82,7 +83,8 @@ class S3FileStore:
         client = boto3.session.Session().client(
             "s3", endpoint_url=endpoint_url, region_name=region, aws_access_key_id=access_key,
             aws_secret_access_key=secret_key, config=config)
-        return cls(S3Location.parse(url), client)
+        location = S3Location.parse(url)
+        return cls(location, client, _gdal_config(location, endpoint_url, region, access_key, secret_key))
 
     @property
     def bucket(self) -> str:
@@ -162,6 +164,9 @@ class S3FileStore:
     def gdal_path(self, key: str) -> str:
         return f"/vsis3/{self.bucket}/{self._name(key)}"
 
+    def gdal_config(self) -> dict[str, str]:
+        return dict(self._gdal)
+
     def local_path(self, key: str) -> Path | None:
         return None
 
@@ -173,6 +178,30 @@ class S3FileStore:
         if not reference.startswith(head):
             return None
         return reference[len(head):]
+
+
+def _gdal_config(location: S3Location, endpoint_url: str | None, region: str | None,
+                 access_key: str | None, secret_key: str | None) -> dict[str, str]:
+    """What GDAL's ``/vsis3/`` needs to reach the same bucket as boto3 does, with the same
+    timeouts. Without keys GDAL looks for credentials itself (environment, ``~/.aws``, the
+    instance role), as boto3 does."""
+    config = {
+        "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",  # no listing of the "folder" for side files
+        # A key can be written again (a name freed and taken anew): GDAL keeps no size or
+        # blocks of an object between two opens, so no reader sees the old object's bytes.
+        "CPL_VSIL_CURL_NON_CACHED": f"/vsis3/{location.bucket}/{location.prefix}",
+        "GDAL_HTTP_CONNECTTIMEOUT": str(CONNECT_TIMEOUT), "GDAL_HTTP_TIMEOUT": str(READ_TIMEOUT),
+        "GDAL_HTTP_MAX_RETRY": str(ATTEMPTS - 1), "GDAL_HTTP_RETRY_DELAY": "0.5",
+    }
+    if region:
+        config["AWS_REGION"] = region
+    if endpoint_url:
+        parts = urlsplit(endpoint_url)
+        config.update(AWS_S3_ENDPOINT=parts.netloc + parts.path.rstrip("/"),
+                      AWS_HTTPS="YES" if parts.scheme == "https" else "NO", AWS_VIRTUAL_HOSTING="FALSE")
+    if access_key and secret_key:
+        config.update(AWS_ACCESS_KEY_ID=access_key, AWS_SECRET_ACCESS_KEY=secret_key)
+    return config
 
 
 def _chunks(body: Any) -> Iterator[bytes]:
