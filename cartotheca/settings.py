@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     # The file store built from these settings (cartotheca.filestore.stores.file_store): one
     # client per settings object, made by the first caller, normally a composition root.
     _file_store: Any = PrivateAttr(default=None)
+    _raster_store: Any = PrivateAttr(default=None)
 
     # Storage and database
     DATA_DIR: Path = Path("./cartotheca-data")
@@ -162,11 +163,13 @@ class Settings(BaseSettings):
     # "postgis" (scale-out: tables in the DATASTORE_URL database). Rasters are COGs either way.
     STORAGE_BACKEND: str = "geopackage"
     DATASTORE_URL: str | None = None  # PostGIS database for vector data (postgis backend)
-    RASTER_DIR: Path | None = None  # COG directory all workers share; default DATA_DIR/rasters
+    # COG directory when there is no OBJECT_STORE_URL (then COGs are objects in the bucket);
+    # default DATA_DIR/rasters
+    RASTER_DIR: Path | None = None
     # Staged uploads, written by the server that receives them and read by the process that
     # imports them: a folder servers and Celery workers share when they run on several machines.
     UPLOAD_DIR: Path | None = None  # default DATA_DIR/uploads
-    # Documents and thumbnails in an S3-compatible bucket instead of DATA_DIR (README "Object
+    # Documents, thumbnails and rasters in an S3-compatible bucket instead of DATA_DIR (README "Object
     # storage"): s3://bucket/prefix, the server's URL when it is not AWS, and the credentials
     # (also read under their standard AWS_* names; unset: boto3's own lookup).
     OBJECT_STORE_URL: str | None = None

@@ -390,8 +390,8 @@ def dataset_download(session: Any, settings: Any, dataset: Any) -> Download:
     """The default download: a vector dataset as a zipped shapefile in its native CRS, a
     raster as its stored GeoTIFF (a COG, readable by any GeoTIFF reader)."""
     if dataset.storage == "cog":
-        path = raster_store(settings).path(dataset.location)
-        return Download(stream_file(path), "image/tiff", f"{dataset.name}.tif", file_size(path))
+        chunks, size = raster_store(settings).open_bytes(dataset.location)
+        return Download(chunks, "image/tiff", f"{dataset.name}.tif", size)
     store = vector_store(settings, dataset.storage)
     stored = stored_layer(dataset)
     fields = dataset_fields(session, dataset)

@@ -101,7 +101,7 @@ def _sync_vector(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
 
 
 def _sync_raster(run: CommandRun, resource: Resource, dataset: Dataset) -> str:
-    with rasterio.open(raster_store(run.settings).path(dataset.location)) as src:
+    with raster_store(run.settings).reading(dataset.location) as path, rasterio.open(path) as src:
         bounds = tuple(src.bounds)
         info = dict(dataset.raster_info or {})
         info.update(width=src.width, height=src.height, count=src.count)

@@ -155,7 +155,11 @@ def answer(req: OWSRequest, service: str) -> Response:
     except (NotAuthenticated, AuthenticationFailed):
         raise  # the application's 401 with the Basic challenge, so clients ask for credentials
     except CartothecaError as exc:
-        return report(exc, service, entry.report_version(req))
+        response = report(exc, service, entry.report_version(req))
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:  # Busy: the file store is down, a queue is full ...
+            response.headers["Retry-After"] = str(retry_after)
+        return response
     except Exception:
         if entry.failure_message is None:
             raise

@@ -101,7 +101,7 @@ def query_raster(settings: Any, resource: Any, dataset: Any, x: float, y: float,
                  crs: CRSInfo) -> LayerResult:
     """The raster's band values at (x, y) in the map CRS; no feature on nodata or outside."""
     result = LayerResult(resource.alternate or f"{dataset.workspace}:{dataset.name}", dataset, crs.code)
-    with rasterio.open(raster_store(settings).path(dataset.location)) as src:
+    with raster_store(settings).reading(dataset.location) as path, rasterio.open(path) as src:
         native = f"epsg:{src.crs.to_epsg()}" if src.crs and src.crs.to_epsg() else render.dataset_srs(dataset)
         nx, ny = render.transform_point(x, y, crs.srs, native) if native != crs.srs else (x, y)
         row, col = src.index(nx, ny)

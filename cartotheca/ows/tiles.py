@@ -13,7 +13,6 @@ import datetime as dt
 import decimal
 import hashlib
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -91,6 +90,7 @@ class TileJob:
     media_type: str
     sld: str | None  # vector PNG tiles: the style drawn
     etag: str
+    raster_version: tuple = ()  # raster tiles: the stored COG's version, read once per tile
 
 
 def plan_tile(settings: Settings, resource: Any, dataset: Any, tms_id: str, z: int, x: int, y: int,
@@ -103,22 +103,16 @@ def plan_tile(settings: Settings, resource: Any, dataset: Any, tms_id: str, z: i
         raise NotFound(f"{resource.alternate} has no {media_type} tiles")
     sld = None
     version: tuple = (resource.id, dataset.location, str(resource.last_updated))
+    raster_version: tuple = ()
     if dataset.storage == "cog":
-        version += _file_version(raster_store(settings).path(dataset.location))
+        raster_version = raster_store(settings).version(dataset.location)
+        version += raster_version
     elif media_type == PNG:
         sld = default_sld if default_sld is not None and not style \
             else render.dataset_sld(dataset, style or None)
         version += (hashlib.sha1(sld.encode()).hexdigest(),)
     digest = hashlib.sha1(repr((version, tms.id, z, x, y, media_type)).encode()).hexdigest()
-    return TileJob(resource, dataset, tms, z, x, y, media_type, sld, f'"{digest[:32]}"')
-
-
-def _file_version(path: str) -> tuple:
-    try:
-        st = os.stat(path)
-    except OSError:
-        raise NotFound("The dataset's raster file is missing") from None
-    return st.st_mtime_ns, st.st_size, st.st_ino
+    return TileJob(resource, dataset, tms, z, x, y, media_type, sld, f'"{digest[:32]}"', raster_version)
 
 
 def draw_tile(settings: Settings, job: TileJob) -> bytes:
@@ -215,8 +209,10 @@ class _PooledReader:
 
 
 class ReaderPool:
-    """Open rio-tiler readers by (COG file version, tile matrix set). A rasterio dataset is not
-    thread-safe, so a reader serves one tile at a time; concurrent tiles of one COG open more."""
+    """Open rio-tiler readers by (COG, its version, tile matrix set). A rasterio dataset is not
+    thread-safe, so a reader serves one tile at a time; concurrent tiles of one COG open more.
+    Readers are used inside the store's ``reading`` block (an object store's reads need its
+    GDAL options)."""
 
     def __init__(self, size: int = READER_POOL_SIZE):
         self.size = size
@@ -226,8 +222,8 @@ class ReaderPool:
         self._lock = threading.Lock()
 
     @contextmanager
-    def reader(self, path: str, tms: morecantile.TileMatrixSet) -> Iterator[_PooledReader]:
-        key = (path, *_file_version(path), tms.id)
+    def reader(self, path: str, version: tuple, tms: morecantile.TileMatrixSet) -> Iterator[_PooledReader]:
+        key = (path, *version, tms.id)
         with self._lock:
             idle = self._idle.get(key)
             entry = idle.pop() if idle else None
@@ -281,8 +277,9 @@ READERS = ReaderPool()
 
 
 def raster_png(settings: Settings, job: TileJob) -> bytes:
-    path = raster_store(settings).path(job.dataset.location)
-    with READERS.reader(path, job.tms) as pooled:
+    store = raster_store(settings)
+    version = job.raster_version or store.version(job.dataset.location)
+    with store.reading(job.dataset.location) as path, READERS.reader(path, version, job.tms) as pooled:
         try:
             image = pooled.reader.tile(job.x, job.y, job.z, indexes=pooled.display.indexes)
         except TileOutsideBounds:

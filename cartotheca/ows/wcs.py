@@ -122,12 +122,15 @@ def _find(req: OWSRequest, identifier: str, codename: str = perms.VIEW) -> tuple
     return resource, dataset
 
 
-def _grid(req: OWSRequest, dataset: Any) -> tuple[str, Grid]:
-    path = raster_store(req.settings).path(dataset.location)
-    if not os.path.exists(path):
-        raise OWSException("NoApplicableCode", "The coverage's raster file is missing")
+def _grid(req: OWSRequest, dataset: Any) -> Grid:
+    store = raster_store(req.settings)
     info = dataset.raster_info or {}
-    return path, coverage.read_grid(path, info.get("band_descriptions"))
+    try:
+        store.version(dataset.location)
+        with store.reading(dataset.location) as path:
+            return coverage.read_grid(path, info.get("band_descriptions"))
+    except NotFound:
+        raise OWSException("NoApplicableCode", "The coverage's raster file is missing") from None
 
 
 # -- XML helpers -------------------------------------------------------------------------------
@@ -214,7 +217,7 @@ def describe_coverage(req: OWSRequest) -> Response:
     root.set(f"{{{XSI}}}schemaLocation", f"{WCS_NS} http://schemas.opengis.net/wcs/2.0/wcsDescribeCoverage.xsd")
     for identifier in identifiers:
         _resource, dataset = _find(req, identifier)
-        _path, grid = _grid(req, dataset)
+        grid = _grid(req, dataset)
         _description(root, coverage_id(dataset), grid)
     return _xml_response(root)
 
@@ -291,9 +294,11 @@ def get_coverage(req: OWSRequest) -> Response:
         raise OWSException("InvalidParameterValue", f"Format {fmt} is not supported; use {GEOTIFF}",
                            locator="format")
     _resource, dataset = _find(req, identifier, perms.DOWNLOAD)
-    path, grid = _grid(req, dataset)
+    grid = _grid(req, dataset)
     out = coverage.plan(grid, request, req.settings.WCS_MAX_PIXELS)
-    return _stream_file(coverage_geotiff.write_geotiff(path, grid, out), f"{coverage_id(dataset)}.tif")
+    with raster_store(req.settings).reading(dataset.location) as path:
+        target = coverage_geotiff.write_geotiff(path, grid, out)
+    return _stream_file(target, f"{coverage_id(dataset)}.tif")
 
 
 def _stream_file(target: str, filename: str) -> Response:

@@ -2,7 +2,8 @@
 
 Vector data goes to a ``VectorStore``: one GeoPackage per dataset under the data directory
 (embedded default) or one table per dataset in a PostGIS datastore (scale-out). Rasters go to
-a ``RasterStore`` as Cloud-Optimized GeoTIFFs on a path every worker shares. The map server, the
+a ``RasterStore`` as Cloud-Optimized GeoTIFFs in the file store (a folder, or the object store
+every node reads). The map server, the
 exports and ingest only talk to these interfaces, so both backends pass the same tests.
 
 Reading is columnar: a query returns a ``FeatureBatch`` (fids, shapely geometries, property
@@ -13,6 +14,7 @@ ordering run there, the bbox goes through the GeoPackage R-tree; PostGIS uses it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -146,6 +148,8 @@ class VectorStore(Protocol):
 
 
 class RasterStore(Protocol):
+    is_local: bool  # the COGs are files of this machine (GDAL opens them without options)
+
     def write_cog(self, source_path: str, name: str) -> str:
         """Convert a GDAL-readable raster to a COG (internal tiling, overviews); returns
         its location relative to the raster root."""
@@ -155,7 +159,17 @@ class RasterStore(Protocol):
         copy's location."""
 
     def path(self, location: str) -> str:
-        """Absolute path of a stored COG."""
+        """The name GDAL opens a stored COG by (a file path, or ``/vsis3/...``)."""
+
+    def reading(self, location: str) -> AbstractContextManager[str]:
+        """The COG's GDAL name, for reads made inside the block (GDAL configured for the
+        store; an outage of the store raises ``StoreUnavailable``)."""
+
+    def version(self, location: str) -> tuple:
+        """What changes when the COG is written again; ``NotFound`` when it is missing."""
+
+    def open_bytes(self, location: str) -> tuple[Iterator[bytes], int]:
+        """The stored file's bytes in chunks, and their count."""
 
     def drop(self, location: str) -> None: ...
 
