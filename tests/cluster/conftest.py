@@ -1,5 +1,6 @@
-"""One cluster (nginx, two serve nodes, a Celery worker, PostgreSQL/PostGIS, RabbitMQ) serves
-every test of ``tests/cluster``: started once, when the first of them runs. The modules mark
+"""One cluster (nginx, two serve nodes, a Celery worker, PostgreSQL/PostGIS, RabbitMQ, an
+S3-compatible object store for the files) serves every test of ``tests/cluster``: started once,
+when the first of them runs. The modules mark
 their tests ``xdist_group("cluster")``, and the suite distributes with ``--dist loadgroup``, so
 under xdist they all run in one worker process instead of each worker starting a cluster."""
 
@@ -12,11 +13,21 @@ import httpx
 import pytest
 
 from tests.support.cluster import ADMIN_PASSWORD, ADMIN_USER, Cluster, running_cluster
+from tests.support.s3 import S3Server, s3_server, store_settings
 
 
 @pytest.fixture(scope="package")
-def cluster(tmp_path_factory) -> Iterator[Cluster]:
-    with running_cluster(tmp_path_factory.mktemp("cluster")) as running:
+def object_store(tmp_path_factory) -> Iterator[tuple[S3Server, str]]:
+    """The cluster's bucket (moto's server as a process): rasters, documents and thumbnails."""
+    with s3_server(tmp_path_factory.mktemp("cluster-s3") / "moto.log") as server:
+        yield server, server.new_bucket()
+
+
+@pytest.fixture(scope="package")
+def cluster(tmp_path_factory, object_store) -> Iterator[Cluster]:
+    server, bucket = object_store
+    settings = store_settings(server, bucket)
+    with running_cluster(tmp_path_factory.mktemp("cluster"), settings=settings) as running:
         yield running
 
 

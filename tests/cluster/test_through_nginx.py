@@ -1,6 +1,8 @@
 """The cluster behind nginx: a zipped shapefile uploaded through the balancer is imported by the
 Celery worker into PostGIS, and then each node, asked directly, serves it in every service (WMS,
-WFS, vector tiles, CSW, the catalogue page) without a copy of the data in its own data folder.
+WFS, vector tiles, CSW, the catalogue page) without a copy of the data in its own data folder; a
+GeoTIFF is imported into the object store as its COG, and each node draws, cuts, tiles and
+serves it from there, the same bytes, with no copy on any machine's disk.
 nginx forwards the public address, spreads requests over both nodes and, when one node is
 stopped, answers every idempotent request from the other; both nodes report to monitoring."""
 
@@ -15,6 +17,7 @@ from lxml import etree
 
 from tests.geodata import fixtures as fx
 from tests.support.cluster_data import upload
+from tests.support.pixels import pixels
 
 # Every cluster test runs in the one xdist worker that runs the cluster (conftest.py).
 pytestmark = pytest.mark.xdist_group("cluster")
@@ -32,6 +35,46 @@ def roads(cluster, through_nginx, tmp_path_factory) -> dict:
     record = upload(through_nginx, archive)
     pk = record["output_params"]["resources"][0]["id"]
     return through_nginx.get(f"api/v2/datasets/{pk}").json()["dataset"]
+
+
+@pytest.fixture(scope="module")
+def elevation(cluster, through_nginx, tmp_path_factory) -> dict:
+    """A GeoTIFF with overviews once stored, uploaded through nginx."""
+    source = fx.write_raster(tmp_path_factory.mktemp("elevation"), "elevation", width=1400, height=1050,
+                             bounds=(0.0, 40.0, 16.0, 52.0), tiled=True)
+    record = upload(through_nginx, source)
+    pk = record["output_params"]["resources"][0]["id"]
+    return through_nginx.get(f"api/v2/datasets/{pk}").json()["dataset"]
+
+
+def raster_reads(base: str, dataset: dict) -> dict[str, bytes]:
+    alternate = dataset["alternate"]
+    with httpx.Client(base_url=base, timeout=60) as client:
+        answers = {
+            "map": client.get("ows", params={
+                "SERVICE": "WMS", "VERSION": "1.3.0", "REQUEST": "GetMap", "LAYERS": alternate, "STYLES": "",
+                "CRS": "CRS:84", "BBOX": "-2,38,18,54", "WIDTH": "200", "HEIGHT": "160",
+                "FORMAT": "image/png"}),
+            "coverage": client.get("ows", params=[
+                ("SERVICE", "WCS"), ("VERSION", "2.0.1"), ("REQUEST", "GetCoverage"),
+                ("COVERAGEID", f"{dataset['workspace']}__{dataset['name']}"), ("SUBSET", "Long(2,5)"),
+                ("SUBSET", "Lat(44,47)")]),
+            "tile": client.get(f"tiles/{alternate}/4/8/5.png"),
+            "download": client.get(f"datasets/{alternate}/dataset_download"),
+            "thumbnail": client.get(f"thumbnails/{dataset['uuid']}.png"),
+        }
+    for name, response in answers.items():
+        assert response.status_code == 200, (name, response.text[:500])
+    return {name: response.content for name, response in answers.items()}
+
+
+def test_each_node_reads_the_raster_from_the_object_store(cluster, object_store, elevation):
+    server, bucket = object_store
+    stored = [key for key in server.keys(bucket) if key.startswith("site/rasters/")]
+    assert len(stored) == 1 and stored[0].endswith(".tif"), server.keys(bucket)
+    a, b = raster_reads(cluster.a.url, elevation), raster_reads(cluster.b.url, elevation)
+    assert a == b
+    assert pixels(a["map"])[..., 3].any() and pixels(a["tile"])[..., 3].any()  # something drawn
 
 
 @pytest.mark.parametrize("node", ["a", "b"])
@@ -60,11 +103,14 @@ def test_every_service_of_each_node_serves_what_the_worker_imported(cluster, roa
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
-def test_no_node_keeps_the_data_in_its_own_folder(cluster, roads):
+def test_no_node_keeps_the_data_in_its_own_folder(cluster, roads, elevation):
     for node in ("a", "b"):
         kept = sorted(str(p.relative_to(cluster.data_dirs[node]))
                       for p in cluster.data_dirs[node].rglob("*") if p.is_file())
         assert kept == [], f"node {node} keeps {kept}"
+    # The worker converted the raster on its own disk, then uploaded it: no copy stays.
+    converted = [p for p in cluster.data_dirs["worker"].rglob("*") if p.suffix.lower() in (".tif", ".tiff")]
+    assert converted == []
     assert [p for p in cluster.upload_dir.rglob("*") if p.is_file()] == []  # cleaned after import
 
 
