@@ -11,7 +11,8 @@ datastore, one shared SECRET_KEY; the object store's settings (``OBJECT_STORE_UR
 ``S3_ENDPOINT_URL``, ``AWS_*``) are passed on from the environment.
 
 ``--soak`` loads ``--resources`` synthetic resources (``bench/load.py``), runs ``bench/soak.py``
-through nginx (vector data only until rasters have a shared store), stops node ``--restart``
+through nginx (with its raster when the object store's settings are in the environment, vector
+data only otherwise: the raster would stay on the worker's disk), stops node ``--restart``
 (default b) ``--restart-at`` seconds in, starts it again ``--down`` seconds later, and then
 reports the failed idempotent requests (GETs answered 5xx or not at all: nginx must have
 retried them on the other node) and the hosts monitoring knows. It exits 1 when any failed or a
@@ -36,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import load  # noqa: E402  (bench/ is a folder of scripts)
 
-from tests.support.cluster import running_cluster  # noqa: E402
+from tests.support.cluster import object_store_settings, running_cluster  # noqa: E402
 
 # The soak's request kinds that are GETs: nginx may send them to the other node.
 IDEMPOTENT = ("list_anonymous", "list_user", "detail", "search", "wms_getmap", "tile", "wfs_getfeature",
@@ -93,8 +94,10 @@ def run_soak(cluster, args) -> int:
     out = cluster.root / "soak.json"
     events: list[str] = []
     restarter = None
+    shared_rasters = bool(object_store_settings()) or "OBJECT_STORE_URL" in dict(args.setting)
     command = [sys.executable, str(ROOT / "bench" / "soak.py"), "--url", cluster.url, "--resources", "0",
-               "--vector-only", "--clients", str(args.clients), "--seconds", str(args.seconds),
+               *([] if shared_rasters else ["--vector-only"]), "--clients", str(args.clients),
+               "--seconds", str(args.seconds),
                "--data-dir", str(cluster.root / "soak"), "--out", str(out)]
     with subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
