@@ -5,7 +5,7 @@ mapnik's wheel bundles a GDAL built without curl, so mapnik cannot open ``/vsis3
 rasterio's GDAL can. For a map with a raster kept in the object store, rasterio reads the view's
 window (plus mapnik's buffer and a margin) of each level of the COG mapnik's read may pick, and
 writes each to a temporary GeoTIFF. mapnik opens a VRT with the COG's exact size,
-georeferencing, bands, nodata, colours and overview levels whose sources are those windows:
+georeferencing, bands, nodata, colours, mask and overview levels whose sources are those windows:
 mapnik computes the same read as on the COG itself, GDAL picks the same level and finds the
 same pixels, so the map is the one a local COG gives. Levels no read of this view can pick are
 declared without data; the files are removed after the render, and no node keeps a copy.
@@ -24,7 +24,7 @@ from typing import Any
 import rasterio
 from lxml import etree
 from rasterio.crs import CRS
-from rasterio.enums import ColorInterp
+from rasterio.enums import ColorInterp, MaskFlags
 from rasterio.errors import CRSError
 from rasterio.warp import transform_bounds
 from rasterio.windows import Window, from_bounds
@@ -86,13 +86,19 @@ def write_window(path: str, folder: Path, bbox: tuple[float, float, float, float
                 _write_tif(src, grid, window, target)
                 placed[level] = (target, window)
         last = max(wanted)  # coarser levels than any read of this view picks are left out
-        overviews = []
+        masked = src.mask_flag_enums[0] == [MaskFlags.per_dataset]
+        overviews, mask_overviews = [], []
         for level in range(1, last + 1):
             name = str(folder / f"level{level}.vrt")
             _write_vrt(src, sizes[level], placed.get(level), [], name)
             overviews.append(name)
+            if masked:  # the mask's levels, read by GDAL for the mask as the data's are for it
+                name = str(folder / f"level{level}.mask.vrt")
+                _write_mask_vrt(sizes[level], placed.get(level), name)
+                mask_overviews.append(name)
         name = str(folder / "raster.vrt")
-        _write_vrt(src, sizes[0], placed.get(0), overviews, name, georeferenced=True)
+        _write_vrt(src, sizes[0], placed.get(0), overviews, name, georeferenced=True,
+                   mask_overviews=mask_overviews if masked else None)
     return name
 
 
@@ -115,12 +121,14 @@ def _write_tif(src: Any, grid: Any, window: Window, target: str) -> None:
         "driver": "GTiff", "width": window.width, "height": window.height, "count": src.count,
         "dtype": src.dtypes[0], "crs": src.crs, "transform": grid.window_transform(window),
         "BIGTIFF": "IF_SAFER"}
-    with rasterio.open(target, "w", **profile) as dst:
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True), rasterio.open(target, "w", **profile) as dst:
         dst.write(grid.read(window=window))
+        if src.mask_flag_enums[0] == [MaskFlags.per_dataset]:
+            dst.write_mask(grid.read_masks(1, window=window))
 
 
 def _write_vrt(src: Any, size: tuple[int, int], placed: tuple[str, Window] | None, overviews: list[str],
-               target: str, georeferenced: bool = False) -> None:
+               target: str, georeferenced: bool = False, mask_overviews: list[str] | None = None) -> None:
     root = etree.Element("VRTDataset", rasterXSize=str(size[0]), rasterYSize=str(size[1]))
     if georeferenced:
         etree.SubElement(root, "SRS").text = src.crs.to_wkt()
@@ -133,24 +141,41 @@ def _write_vrt(src: Any, size: tuple[int, int], placed: tuple[str, Window] | Non
         interp = src.colorinterp[band - 1]
         etree.SubElement(element, "ColorInterp").text = interp.name.capitalize()
         if interp == ColorInterp.palette:
+            colours = src.colormap(band)
             table = etree.SubElement(element, "ColorTable")
-            for index in range(max(src.colormap(band)) + 1):
-                r, g, b, a = src.colormap(band).get(index, (0, 0, 0, 0))
+            for index in range(max(colours) + 1):
+                r, g, b, a = colours.get(index, (0, 0, 0, 0))
                 etree.SubElement(table, "Entry", c1=str(r), c2=str(g), c3=str(b), c4=str(a))
-        for overview in overviews:
-            item = etree.SubElement(element, "Overview")
-            etree.SubElement(item, "SourceFilename", relativeToVRT="0").text = overview
-            etree.SubElement(item, "SourceBand").text = str(band)
-        if placed is not None:
-            file, window = placed
-            source = etree.SubElement(element, "SimpleSource")
-            etree.SubElement(source, "SourceFilename", relativeToVRT="0").text = file
-            etree.SubElement(source, "SourceBand").text = str(band)
-            etree.SubElement(source, "SrcRect", xOff="0", yOff="0", xSize=str(window.width),
-                             ySize=str(window.height))
-            etree.SubElement(source, "DstRect", xOff=str(window.col_off), yOff=str(window.row_off),
-                             xSize=str(window.width), ySize=str(window.height))
+        _fill_band(element, str(band), placed, overviews)
+    if mask_overviews is not None:
+        mask = etree.SubElement(etree.SubElement(root, "MaskBand"), "VRTRasterBand", dataType="Byte")
+        _fill_band(mask, "mask,1", placed, mask_overviews)
     Path(target).write_bytes(etree.tostring(root))
+
+
+def _write_mask_vrt(size: tuple[int, int], placed: tuple[str, Window] | None, target: str) -> None:
+    """One level of the mask as a band of its own (an overview names a band by number)."""
+    root = etree.Element("VRTDataset", rasterXSize=str(size[0]), rasterYSize=str(size[1]))
+    _fill_band(etree.SubElement(root, "VRTRasterBand", dataType="Byte", band="1"), "mask,1", placed, [])
+    Path(target).write_bytes(etree.tostring(root))
+
+
+def _fill_band(element: Any, source_band: str, placed: tuple[str, Window] | None,
+               overviews: list[str]) -> None:
+    """A VRT band's overviews (band 1 of a mask level, else the same band) and its window."""
+    for overview in overviews:
+        item = etree.SubElement(element, "Overview")
+        etree.SubElement(item, "SourceFilename", relativeToVRT="0").text = overview
+        etree.SubElement(item, "SourceBand").text = "1" if source_band.startswith("mask") else source_band
+    if placed is None:
+        return
+    file, window = placed
+    source = etree.SubElement(element, "SimpleSource")
+    etree.SubElement(source, "SourceFilename", relativeToVRT="0").text = file
+    etree.SubElement(source, "SourceBand").text = source_band
+    etree.SubElement(source, "SrcRect", xOff="0", yOff="0", xSize=str(window.width), ySize=str(window.height))
+    etree.SubElement(source, "DstRect", xOff=str(window.col_off), yOff=str(window.row_off),
+                     xSize=str(window.width), ySize=str(window.height))
 
 
 def _native_box(src: Any, bbox: tuple[float, float, float, float], srs: str, width: int, height: int,
