@@ -1,8 +1,9 @@
 """Rasters in the object store: a GeoTIFF uploaded to a site whose files live in an S3 bucket
 (moto's server as a process) is kept there as its COG, and WMS GetMap, WCS GetCoverage, raster
 tiles, the download and the thumbnail all read it from the bucket and answer what the embedded
-default (COGs under the data directory) answers for the same upload; the data directory holds
-no raster; an outage of the store during a raster read answers 503 with Retry-After."""
+default (COGs under the data directory) answers for the same upload; another node over the same
+catalogue and bucket answers the same; no data directory holds a raster; an outage of the store
+during a raster read answers 503 with Retry-After."""
 
 from __future__ import annotations
 
@@ -151,6 +152,26 @@ def test_every_raster_reader_answers_from_the_bucket_as_from_the_data_directory(
         assert_same(expected, seen)
         assert client.delete(f"/api/v2/resources/{dataset['pk']}", headers=rita).status_code == 204
         assert not [key for key in s3.keys(bucket) if key.startswith("site/rasters/")]
+
+
+def test_a_raster_uploaded_through_one_node_is_read_by_another(s3, site, db, tmp_path):
+    """Two nodes over one catalogue and one bucket, each with a data directory of its own."""
+    source = write_raster(tmp_path / "source", "bathymetry", width=1400, height=1050, bounds=BOUNDS,
+                          tiled=True)
+    make_user(db, "rita")
+    rita = basic("rita", PASSWORD)
+    bucket = s3.new_bucket()
+    node_a, node_b = site("node-a", s3, bucket), site("node-b", s3, bucket)
+    with TestClient(node_a) as a, TestClient(node_b) as b:
+        dataset = publish_raster(a, rita, source)
+        seen_by_b = answers(b, rita, dataset)
+        assert_same(answers(a, rita, dataset), seen_by_b)
+        assert rasters_on_disk(node_a) == [] and rasters_on_disk(node_b) == []
+        # a deletion through B removes the object A uploaded
+        assert b.delete(f"/api/v2/resources/{dataset['pk']}", headers=rita).status_code == 204
+        assert not [key for key in s3.keys(bucket) if key.startswith("site/rasters/")]
+        gone = a.get(f"/datasets/{dataset['alternate']}/dataset_download", headers=rita)
+        assert gone.status_code == 404, gone.text
 
 
 def test_a_store_outage_during_raster_reads_answers_503(site, db, tmp_path):
