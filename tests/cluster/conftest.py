@@ -1,8 +1,8 @@
 """One cluster (nginx, two serve nodes, a Celery worker, PostgreSQL/PostGIS, RabbitMQ, an
 S3-compatible object store for the files) serves every test of ``tests/cluster``: started once,
-when the first of them runs. The modules mark
-their tests ``xdist_group("cluster")``, and the suite distributes with ``--dist loadgroup``, so
-under xdist they all run in one worker process instead of each worker starting a cluster."""
+when the first of them runs. The modules mark their tests ``cluster`` (left out of the suite's
+run, README command 3 runs them) and ``xdist_group("cluster")``: with ``--dist loadgroup`` they
+all run in one worker process instead of each worker starting a cluster."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from tests.support.pixels import pixels
 RED, BLUE = "#ff0000", "#0000ff"
 
 # Every cluster test runs in the one xdist worker that runs the cluster (conftest.py).
-pytestmark = pytest.mark.xdist_group("cluster")
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from tests.support.cluster_data import upload
 from tests.support.pixels import pixels
 
 # Every cluster test runs in the one xdist worker that runs the cluster (conftest.py).
-pytestmark = pytest.mark.xdist_group("cluster")
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("cluster")]
 
 
 @pytest.fixture(scope="module")
