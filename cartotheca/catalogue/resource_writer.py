@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from cartotheca import timeutil
@@ -26,6 +26,7 @@ from cartotheca.db.models import (
     ContactRole,
     Group,
     License,
+    Region,
     Resource,
     RestrictionCodeType,
     SpatialRepresentationType,
@@ -39,7 +40,7 @@ TO_ONE = ("category", "license", "group", "restriction_code_type", "spatial_repr
 READ_ONLY = frozenset({
     "pk", "id", "uuid", "polymorphic_ctype_id", "bbox_polygon", "ll_bbox_polygon", "perms",
     "links", "link", "detail_url", "embed_url", "thumbnail_url", "download_url", "download_urls",
-    "created", "last_updated", "alternate", "owner", "regions", "raw_abstract", "raw_purpose",
+    "created", "last_updated", "alternate", "owner", "raw_abstract", "raw_purpose",
     "raw_constraints_other", "raw_supplemental_information", "raw_data_quality_statement",
     "processed", "state", "sourcetype", "is_copyable", "favorite", "resource_type", "subtype",
     "popular_count", "share_count", "rating", "dirty_state",
@@ -190,6 +191,24 @@ class Writer:
             names.append(name.strip())
         resource.keywords = keywords_by_name(self.session, names)
 
+    def _set_regions(self, resource: Resource, value: Any) -> None:
+        # GeoNode's serializer ignores regions on PATCH (they are written by the update
+        # operation); here the list replaces the resource's regions, each named by its code,
+        # name or id, so that a form can also remove one.
+        if not isinstance(value, list):
+            raise InvalidInput("regions: expected a list of {\"code\": ...} objects")
+        names = []
+        for item in value:
+            if isinstance(item, Mapping):
+                item = item.get("code", item.get("name", item.get("id", item.get("pk"))))
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise InvalidInput("regions: expected a list of {\"code\": ...} objects")
+            names.append(item)
+        found, unknown = resolve_regions(self.session, names)
+        if unknown:
+            raise InvalidInput(f"regions: unknown region {unknown[0]}")
+        resource.regions = found
+
     def _set_tkeywords(self, resource: Resource, value: Any) -> None:
         if not isinstance(value, list):
             raise InvalidInput("tkeywords: expected a list")
@@ -262,6 +281,31 @@ class Writer:
         resource.blob = value
 
     _set_data = _set_blob
+
+
+def resolve_regions(session: Session, names: list[int | str]) -> tuple[list[Region], list[str]]:
+    """The regions named by id, code or name (a name in any case), in the order given without
+    repeats, and the names that are none of them."""
+    ids = [n for n in names if isinstance(n, int)]
+    texts = [n.strip() for n in names if isinstance(n, str) and n.strip()]
+    rows = session.scalars(select(Region).where(or_(
+        Region.id.in_(ids), Region.code.in_(texts),
+        func.lower(Region.name).in_([t.lower() for t in texts])))).all() if (ids or texts) else []
+    by_id = {r.id: r for r in rows}
+    by_code = {r.code: r for r in rows}
+    by_name = {r.name.lower(): r for r in rows}
+    found: dict[int, Region] = {}
+    unknown: list[str] = []
+    for name in names:
+        if isinstance(name, int):
+            region = by_id.get(name)
+        else:
+            region = by_code.get(name.strip()) or by_name.get(name.strip().lower())
+        if region is None:
+            unknown.append(str(name))
+        else:
+            found.setdefault(region.id, region)
+    return list(found.values()), unknown
 
 
 def set_extent(resource: Resource, native, srid: str, lonlat) -> None:

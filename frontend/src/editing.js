@@ -1,8 +1,10 @@
-// Editing on a resource page, shown only for what the API's `perms` on the resource allow (the
-// API still enforces them): title/abstract/keywords, an ISO metadata file, the style (SLD),
-// permissions of users and groups, copy and delete.
+// Editing on a resource page, offered in the Edit menu only for what the API's `perms` on the
+// resource allow (the API still enforces them): the metadata form, an ISO metadata file, the
+// style (SLD), permissions of users and groups, copy and delete.
 import { SCRIPTED, api, base, failureText, followExecution, getJson, send } from './api.js';
 import { cookie, el, safeUrl } from './dom.js';
+import { offerPane, openPane, resetEditMenu, setupEditMenu } from './editmenu.js';
+import { setupMetadataForm } from './metadata_form.js';
 
 const LEVELS = ['none', 'view', 'download', 'edit', 'manage'];
 const SECTIONS = ['edit-section', 'iso-section', 'style-section', 'copy-section', 'permissions-section',
@@ -34,7 +36,7 @@ export function hideEditing() {
     node.removeAttribute('data-saved');
     node.removeAttribute('data-checked');
   }
-  document.getElementById('delete-confirm').hidden = true;
+  resetEditMenu();
   for (const id of STATUSES) say(id, '');
   for (const id of ALERTS) document.getElementById(id).textContent = '';
   document.getElementById('resource-notice').replaceChildren();
@@ -187,94 +189,21 @@ function setupPermissionForms(resource) {
   };
 }
 
-// The choices of a reference list (categories), read once per page.
-const choices = {};
-function referenceChoices(name) {
-  if (!choices[name]) {
-    choices[name] = getJson(api(`${name}?page_size=200`)).then((data) => data[name] || []).catch(() => []);
-  }
-  return choices[name];
-}
-
-async function fillChoices(select, name, label, current) {
-  const items = await referenceChoices(name);
-  select.replaceChildren(el('option', { value: '' }, 'None'),
-    ...items.map((item) => el('option', { value: item.identifier }, label(item))));
-  select.value = current || '';
-}
-
-const day = (value) => (typeof value === 'string' ? value.slice(0, 10) : '');
-const usernames = (text) => text.split(',').map((u) => u.trim()).filter(Boolean);
-
-// The form's fields beyond title, abstract and keywords as the API takes them: only those the
-// user changed are sent, so a value the form shows less precisely (a date's time) is kept.
-function moreFields(form, resource) {
-  const e = form.elements;
-  return {
-    category: [e.category.value, (resource.category && resource.category.identifier) || '', (v) => v || null],
-    license: [e.license.value.trim(), (resource.license && resource.license.identifier) || '', (v) => v || null],
-    date: [e.date.value, day(resource.date), (v) => v || null],
-    date_type: [e.date_type.value, resource.date_type || 'publication', (v) => v],
-    temporal_extent_start: [e.temporal_extent_start.value, day(resource.temporal_extent_start), (v) => v || null],
-    temporal_extent_end: [e.temporal_extent_end.value, day(resource.temporal_extent_end), (v) => v || null],
-    purpose: [e.purpose.value, resource.raw_purpose || resource.purpose || '', (v) => v],
-    constraints_other: [e.constraints_other.value, resource.raw_constraints_other || resource.constraints_other || '', (v) => v],
-    attribution: [e.attribution.value, resource.attribution || '', (v) => v],
-    poc: [usernames(e.poc.value).join(','), (resource.poc || []).map((u) => u.username).join(','),
-      (v) => usernames(v).map((username) => ({ username }))],
-  };
-}
-
-function setupMetadataForm(resource, reload) {
-  const form = document.getElementById('edit-form');
-  const e = form.elements;
-  e.title.value = resource.title || '';
-  e.abstract.value = resource.abstract || '';
-  e.keywords.value = (resource.keywords || []).map((k) => k.name).join(', ');
-  fillChoices(e.category, 'categories', (c) => c.gn_description || c.identifier,
-    resource.category && resource.category.identifier);
-  e.license.value = (resource.license && resource.license.identifier) || '';
-  e.date.value = day(resource.date);
-  e.date_type.value = resource.date_type || 'publication';
-  e.temporal_extent_start.value = day(resource.temporal_extent_start);
-  e.temporal_extent_end.value = day(resource.temporal_extent_end);
-  e.purpose.value = resource.raw_purpose || resource.purpose || '';
-  e.constraints_other.value = resource.raw_constraints_other || resource.constraints_other || '';
-  e.attribution.value = resource.attribution || '';
-  e.poc.value = (resource.poc || []).map((u) => u.username).join(', ');
-  form.onsubmit = async (event) => {
-    event.preventDefault();
-    const keywords = e.keywords.value.split(',').map((k) => k.trim()).filter(Boolean);
-    const body = { title: e.title.value, abstract: e.abstract.value, keywords };
-    for (const [key, [value, initial, wire]] of Object.entries(moreFields(form, resource))) {
-      if (value !== initial) body[key] = wire(value);
-    }
-    say('edit-status', 'Saving…');
-    const response = await send('PATCH', api(`resources/${resource.pk}`), body);
-    if (!response.ok) {
-      say('edit-status', `Not saved: ${await failureText(response)}`, true);
-      return;
-    }
-    await reload();
-    say('edit-status', 'Saved.');
-    document.getElementById('edit-section').setAttribute('data-saved', 'true');
-  };
-}
+// What a deletion takes away, by the kind of resource.
+const LOSSES = {
+  dataset: ['its data and the files uploaded with it', 'its styles and thumbnail',
+    'its metadata, keywords and permissions', 'its layer in the maps that show it (the maps stay)'],
+  document: ['the document\'s file', 'its thumbnail, metadata and permissions',
+    'its links to other resources (they stay)'],
+  map: ['the map\'s layers, their order and its view (the datasets stay)', 'its thumbnail, metadata and permissions'],
+};
 
 function setupDelete(resource) {
-  const ask = document.getElementById('delete-button');
-  const confirmBox = document.getElementById('delete-confirm');
   const yes = document.getElementById('delete-yes');
-  ask.onclick = () => {
-    confirmBox.hidden = false;
-    document.getElementById('delete-question').textContent =
-      `Delete “${resource.title || 'this resource'}” for good? This cannot be undone.`;
-    yes.focus();
-  };
-  document.getElementById('delete-no').onclick = () => {
-    confirmBox.hidden = true;
-    ask.focus();
-  };
+  document.getElementById('delete-question').textContent =
+    `Delete “${resource.title || 'this resource'}” for good? This takes away:`;
+  const losses = LOSSES[resource.resource_type] || ['its metadata, thumbnail and permissions'];
+  document.getElementById('delete-loss').replaceChildren(...losses.map((loss) => el('li', {}, loss)));
   yes.onclick = async () => {
     yes.disabled = true;
     say('delete-status', 'Deleting…');
@@ -411,39 +340,57 @@ function announceDeletion() {
   node.textContent = title ? `“${title}” was deleted.` : 'The resource was deleted.';
 }
 
+// Re-reads the resource after a change made in a pane; that pane stays open, its heading focused
+// (the control that had focus was hidden while the page was redrawn).
+function keepingPane(reload, paneId) {
+  return async () => {
+    await reload();
+    openPane(paneId, { focus: false });
+    document.getElementById(paneId).querySelector('h2').focus();
+  };
+}
+
 export function setupEditing(resource, reload) {
   hideEditing();
+  setupEditMenu();
   current = resource;
   showCopyNotice(resource);
   const perms = new Set(resource.perms || []);
   if (perms.has('change_resourcebase_metadata')) {
-    setupMetadataForm(resource, reload);
-    document.getElementById('edit-section').hidden = false;
+    const reloadHere = keepingPane(reload, 'edit-section');
+    setupMetadataForm(resource, async () => {
+      await reloadHere();
+      say('edit-status', 'Saved.');
+      document.getElementById('edit-section').setAttribute('data-saved', 'true');
+    });
+    offerPane('edit-section');
   }
   if (resource.resource_type === 'dataset' && perms.has('change_resourcebase_metadata')) {
-    setupIsoUpload(resource, reload);
-    document.getElementById('iso-section').hidden = false;
+    setupIsoUpload(resource, keepingPane(reload, 'iso-section'));
+    offerPane('iso-section');
   }
   if (resource.resource_type === 'dataset' && perms.has('change_dataset_style')) {
-    setupStyleUpload(resource, reload);
-    document.getElementById('style-section').hidden = false;
+    setupStyleUpload(resource, keepingPane(reload, 'style-section'));
+    offerPane('style-section');
   }
+  if (perms.has('change_resourcebase_permissions')) {
+    setupPermissionForms(resource);
+    offerPane('permissions-section');
+    loadPermissions(resource);
+  }
+  // The menu keeps one order whatever is offered first: copy is decided after the user's rights
+  // are read, and its item already has its place in the list.
   currentUserPerms().then((globalPerms) => {
     if (current !== resource) return;
     const section = document.getElementById('copy-section');
-    section.setAttribute('data-checked', 'true'); // decided, shown or not
+    section.setAttribute('data-checked', 'true'); // decided, offered or not
     if (!canCopy(resource, globalPerms)) return;
     setupCopy(resource);
-    section.hidden = false;
+    offerPane('copy-section');
   });
-  if (perms.has('change_resourcebase_permissions')) {
-    setupPermissionForms(resource);
-    document.getElementById('permissions-section').hidden = false;
-    loadPermissions(resource);
-  }
   if (perms.has('delete_resourcebase')) {
     setupDelete(resource);
-    document.getElementById('delete-section').hidden = false;
+    offerPane('delete-section');
   }
 }
 

@@ -71,6 +71,7 @@ export function describeResource(list, resource, dataset) {
   addMeta(list, 'Purpose', resource.raw_purpose || resource.purpose);
   addMeta(list, 'Constraints', resource.raw_constraints_other || resource.constraints_other);
   addMeta(list, 'Restrictions', resource.restriction_code_type && (resource.restriction_code_type.identifier || ''));
+  addMeta(list, 'Supplemental information', resource.raw_supplemental_information || resource.supplemental_information);
   addMeta(list, 'Edition', resource.edition);
   addMeta(list, 'Language', resource.language);
   addMeta(list, 'Maintenance', resource.maintenance_frequency);

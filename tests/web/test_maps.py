@@ -35,6 +35,7 @@ from tests.geodata.fixtures import (
     write_polygons,
     write_raster,
 )
+from tests.support.edit_menu import choose_edit
 from tests.support.pixels import pixels as rgba_pixels
 from tests.web.test_composer import navy_sld
 from tests.web.test_pages import _axe
@@ -363,6 +364,8 @@ def test_metadata_form_edits_category_licence_dates_purpose_and_contacts(live_se
                                  data={"username": "admin", "password": ADMIN_PASSWORD})
     assert response.ok, response.text()
     page.goto(f"{live_server.url}catalogue/#/dataset/{data['raster']}")
+    page.wait_for_selector("#resource-view[data-ready='true']", state="attached")
+    choose_edit(page, "Metadata")
     expect(page.locator("#edit-section")).to_be_visible()
     category = page.get_by_label("Category")
     expect(category.locator("option")).not_to_have_count(1)  # the categories came from the API
@@ -376,7 +379,7 @@ def test_metadata_form_edits_category_licence_dates_purpose_and_contacts(live_se
     page.get_by_label("Purpose").fill("Terrain analysis")
     page.get_by_label("Other constraints").fill("Cite the survey.")
     page.get_by_label("Attribution").fill("Survey office")
-    page.get_by_label("Points of contact (usernames, separated by commas)").fill("ana")
+    page.get_by_label("Points of contact").fill("ana")
     page.get_by_role("button", name="Save the metadata").click()
     page.wait_for_selector("#edit-section[data-saved='true']", state="attached")
     record = api.ok("GET", f"api/v2/resources/{data['raster']}")["resource"]
@@ -391,7 +394,9 @@ def test_metadata_form_edits_category_licence_dates_purpose_and_contacts(live_se
     meta = page.locator("#resource-metadata")
     expect(meta).to_contain_text("Terrain analysis")
     expect(meta).to_contain_text("Ana Lima (ana)")
-    page.get_by_label("Points of contact (usernames, separated by commas)").fill("nobody-such")
+    page.get_by_label("Points of contact").fill("nobody-such")
     page.get_by_role("button", name="Save the metadata").click()
-    expect(page.locator("#edit-status")).to_contain_text("Not saved: poc: unknown user")
+    expect(page.locator("#edit-error")).to_contain_text("Not saved: poc: unknown user")
+    expect(page.locator("#edit-poc-error")).to_contain_text("unknown user nobody-such")
+    expect(page.get_by_label("Points of contact")).to_be_focused()
     assert not (watch.dialogs or watch.page_errors), watch

@@ -1,6 +1,7 @@
 """Resource page editing in Chromium beyond the metadata form: an ISO 19115 file, the style (an
 SLD through the upload endpoint's ``resource_style_upload``), copy (followed to the copy's page)
-and the catalogue's message after a deletion; each control shown only to whoever holds the right.
+and the catalogue's message after a deletion; each offered in the Edit menu only to whoever holds
+the right.
 
 One live server, browser and data set per module and backend.
 """
@@ -18,6 +19,7 @@ import cartotheca  # noqa: F401  (PROJ_DATA before mapnik)
 from tests.catalogue import iso_documents as docs
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
+from tests.support.edit_menu import choose_edit
 from tests.support.pixels import pixels as rgba_pixels
 from tests.web.test_pages import XSS_PAYLOADS, _axe
 from tests.web.test_resource_pages import _log_in
@@ -26,8 +28,10 @@ pytestmark = pytest.mark.usefixtures("chromium_path")
 
 XSS = XSS_PAYLOADS[0]
 GREY = "#808080"
-CONTROLS = ("#iso-section", "#style-section", "#copy-section", "#permissions-section", "#delete-section",
-            "#edit-section")
+# The editing panes and their items in the Edit menu, in its order; copy has its own button.
+ITEMS = {"#edit-section": "Metadata", "#iso-section": "Upload ISO metadata", "#style-section": "Style",
+         "#permissions-section": "Permissions", "#delete-section": "Delete"}
+CONTROLS = (*ITEMS, "#copy-section")
 
 
 def grey_sld() -> bytes:
@@ -85,9 +89,11 @@ def test_owner_uploads_iso_metadata_and_a_hostile_file_changes_nothing(live_serv
     rid = data["squares"]
     page, watch = new_page(bypass_csp=True)  # for axe
     _open(page, live_server, "surveyor", "dataset", rid)
-    for section in CONTROLS:
-        expect(page.locator(section)).to_be_visible()
+    page.locator("#edit-menu-button").click()
+    expect(page.get_by_role("menuitem")).to_have_text(list(ITEMS.values()))
+    expect(page.locator("#copy-open")).to_be_visible()
     assert _axe(page) == []
+    page.get_by_role("menuitem", name="Upload ISO metadata").click()
     before = api.ok("GET", f"api/v2/datasets/{rid}")["dataset"]
 
     # A file with an external entity: refused in plain words, nothing changed.
@@ -164,6 +170,7 @@ def test_owner_uploads_a_style_and_the_preview_draws_it(live_server, api, data, 
     style_before = _sld_path(live_server, api, rid)
     sld_before = api.request("GET", style_before).text
 
+    choose_edit(page, "Style")
     field = page.get_by_label("Style file (SLD)")
     field.set_input_files({"name": "hostile.sld", "mimeType": "application/xml", "buffer": XXE_SLD})
     page.get_by_role("button", name="Upload the style").click()
@@ -188,10 +195,12 @@ def test_copy_leads_to_the_new_resource(live_server, api, data, new_page):
     original = data["map"]
     page, watch = new_page()
     _open(page, live_server, "surveyor", "map", original)
-    expect(page.locator("#copy-section")).to_be_visible()
     # Style and ISO files are for datasets only.
-    for section in ("#iso-section", "#style-section"):
-        expect(page.locator(section)).to_be_hidden()
+    page.locator("#edit-menu-button").click()
+    expect(page.get_by_role("menuitem")).to_have_text(["Metadata", "Permissions", "Delete"])
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Copy", exact=True).click()
+    expect(page.locator("#copy-section")).to_be_visible()
     page.get_by_role("button", name="Copy this resource").focus()
     page.keyboard.press("Enter")
     page.wait_for_url(lambda url: "#/map/" in url and not url.endswith(f"#/map/{original}"))
@@ -215,7 +224,7 @@ def test_delete_shows_a_message_on_the_catalogue(live_server, api, data, new_pag
     rid = data["survey"]
     page, watch = new_page(bypass_csp=True)  # for axe
     _open(page, live_server, "surveyor", "dataset", rid)
-    page.get_by_role("button", name="Delete this resource").click()
+    choose_edit(page, "Delete")
     page.get_by_role("button", name="Yes, delete it").click()
     page.wait_for_url(f"{live_server.url}?deleted={rid}")
     message = page.locator("#catalogue-notice")
@@ -236,6 +245,7 @@ def test_readers_see_only_the_controls_their_rights_allow(live_server, api, data
     page, watch = new_page()
     page.goto(f"{live_server.url}catalogue/#/dataset/{data['squares']}")
     page.wait_for_selector("#copy-section[data-checked='true']", state="attached")
+    expect(page.locator("#edit-menu")).to_be_hidden()
     for section in CONTROLS:
         expect(page.locator(section)).to_be_hidden()
     assert watch.clean, watch
@@ -244,6 +254,7 @@ def test_readers_see_only_the_controls_their_rights_allow(live_server, api, data
     reader, reader_watch = new_page()
     _open(reader, live_server, "visitor", "dataset", data["fields"])
     expect(reader.locator("#resource-title")).to_have_text("Fields")
+    expect(reader.locator("#edit-menu")).to_be_hidden()
     for section in CONTROLS:
         expect(reader.locator(section)).to_be_hidden()
     # The style upload the page would send, from this session: refused, the style unchanged.
@@ -263,8 +274,6 @@ def test_readers_see_only_the_controls_their_rights_allow(live_server, api, data
     # A public map any registered user may copy (GeoNode's rule), but not edit.
     reader.goto(f"{live_server.url}catalogue/#/map/{data['map']}")
     reader.wait_for_selector("#copy-section[data-checked='true']", state="attached")
-    expect(reader.locator("#copy-section")).to_be_visible()
-    for section in CONTROLS:
-        if section != "#copy-section":
-            expect(reader.locator(section)).to_be_hidden()
+    expect(reader.locator("#copy-open")).to_be_visible()
+    expect(reader.locator("#edit-menu")).to_be_hidden()
     assert not (reader_watch.dialogs or reader_watch.page_errors), reader_watch

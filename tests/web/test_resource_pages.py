@@ -22,6 +22,7 @@ from tests.api.routes.document_samples import samples
 from tests.conftest import ADMIN_PASSWORD
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata.fixtures import POLYGONS, polygons_sld, publish_file, write_polygons
+from tests.support.edit_menu import choose_edit
 from tests.support.pixels import pixels as rgba_pixels
 from tests.web.test_pages import XSS_PAYLOADS, _axe
 
@@ -104,6 +105,7 @@ def test_map_page_draws_its_layers_in_order_with_opacity_and_visibility(live_ser
     found = {linked.nth(i).inner_text(): linked.nth(i).get_attribute("href") for i in range(2)}
     assert found == {f"Picture {XSS}": f"{live_server.url}catalogue/#/document/{data['picture']}",
                      "Squares": f"{live_server.url}catalogue/#/dataset/{data['squares']}"}
+    expect(page.locator("#edit-menu")).to_be_hidden()
     for section in ("#edit-section", "#permissions-section", "#delete-section"):
         expect(page.locator(section)).to_be_hidden()
     assert _axe(page) == []
@@ -161,6 +163,7 @@ def test_controls_follow_perms_and_the_api_enforces_them(live_server, api, data,
     _log_in(page, live_server, "reader", PASSWORD, path)
     expect(page.locator("#resource-title")).to_have_text("Editable wetlands")
     page.wait_for_selector("#linked-resources[data-ready='true']", state="attached")
+    expect(page.locator("#edit-menu")).to_be_hidden()
     for section in ("#edit-section", "#permissions-section", "#delete-section"):
         expect(page.locator(section)).to_be_hidden()
     # The same request the edit form sends, from this session with its CSRF header: refused.
@@ -182,6 +185,7 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
     _log_in(page, live_server, "atlas", PASSWORD, f"catalogue/#/dataset/{rid}")
     expect(page.locator("#resource-title")).to_have_text("Editable wetlands")
     page.wait_for_selector("#permissions-section[data-ready='true']", state="attached")
+    choose_edit(page, "Metadata")
     expect(page.get_by_label("Title", exact=True)).to_have_value("Editable wetlands")
     expect(page.get_by_label("Keywords (separated by commas)")).to_have_value("marsh")
     assert _axe(page) == []
@@ -201,6 +205,7 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
     assert page.locator("main img[src='x']").count() == 0
 
     # Permissions: anonymous to none, saved through the execution the API answers.
+    choose_edit(page, "Permissions")
     assert page.get_by_label("Permission of group anonymous").input_value() != "none"
     page.get_by_label("Permission of group anonymous").select_option("none")
     page.get_by_role("button", name="Save the permissions").click()
@@ -218,6 +223,7 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
     admin, admin_watch = new_page()
     _log_in(admin, live_server, "admin", ADMIN_PASSWORD, f"catalogue/#/dataset/{rid}")
     admin.wait_for_selector("#permissions-section[data-ready='true']", state="attached")
+    choose_edit(admin, "Permissions")
     admin.get_by_label("Add a user (username)").fill("reader")
     admin.get_by_label("with", exact=True).select_option("edit")
     admin.get_by_label("Add a user (username)").press("Enter")
@@ -228,23 +234,26 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
     assert {u["username"]: u["permissions"] for u in spec["users"]}["reader"] == "edit"
     assert {g["name"]: g["permissions"] for g in spec["groups"]}["anonymous"] == "none"
     assert admin_watch.clean, admin_watch
-    # The reader, now an editor, gets the metadata form but neither permissions nor delete.
+    # The reader, now an editor, gets the metadata, ISO and style forms but neither permissions
+    # nor delete.
     reader, _ = new_page()
     _log_in(reader, live_server, "reader", PASSWORD, f"catalogue/#/dataset/{rid}")
-    expect(reader.locator("#edit-section")).to_be_visible()
+    expect(reader.locator("#edit-menu")).to_be_visible()
+    choose_edit(reader, "Metadata")
     expect(reader.get_by_label("Title", exact=True)).to_have_value(f"Wetlands {XSS}")
-    for section in ("#permissions-section", "#delete-section"):
-        assert reader.locator(section).is_hidden()
+    reader.locator("#edit-menu-button").click()
+    expect(reader.get_by_role("menuitem")).to_have_text(["Metadata", "Upload ISO metadata", "Style"])
 
     # Delete, after a confirmation: Cancel keeps it, Yes deletes it and returns to the catalogue.
-    page.get_by_role("button", name="Delete this resource").click()
+    choose_edit(page, "Delete")
+    expect(page.get_by_role("button", name="Cancel", exact=True)).to_be_focused()
+    page.keyboard.press("Shift+Tab")
     expect(page.get_by_role("button", name="Yes, delete it")).to_be_focused()
     page.keyboard.press("Tab")
-    expect(page.get_by_role("button", name="Cancel")).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.get_by_role("button", name="Yes, delete it")).to_be_hidden()
     assert api.request("GET", f"api/v2/resources/{rid}").status_code == 200
-    page.get_by_role("button", name="Delete this resource").click()
+    choose_edit(page, "Delete")
     assert _axe(page) == []
     page.get_by_role("button", name="Yes, delete it").click()
     page.wait_for_url(f"{live_server.url}?deleted={rid}")

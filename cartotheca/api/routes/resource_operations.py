@@ -21,6 +21,7 @@ from cartotheca.catalogue import events, permission_specs, resource_lifecycle
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue import resources as catalogue
 from cartotheca.catalogue.permission_specs import CompactSpec, NamedSpec
+from cartotheca.catalogue.resource_writer import resolve_regions
 from cartotheca.catalogue.resources import RESOURCE_TYPES
 from cartotheca.db.models import Resource
 from cartotheca.errors import InvalidInput, NotAuthenticated, NotFound
@@ -168,14 +169,34 @@ def update_resource(request: Request, resource_id: IdPath, db: DbDep, principal:
     keywords = _json_value(body, "keywords")
     if not isinstance(vals, Mapping):
         raise InvalidInput("vals: expected a JSON object of fields")
+    regions, keywords = _update_regions(db, _json_value(body, "regions"), keywords)
     values = dict(vals)
     if keywords is not None:
         values["keywords"] = keywords
+    if regions is not None:
+        values["regions"] = regions
     _validate(db, lambda: resource_lifecycle.patch_resource(db, principal, settings, resource, values))
     return _start(request, db, principal, func_name="update", action="update",
                   params={"uuid": resource.uuid, "resource_id": resource.id, "vals": dict(vals),
-                          "keywords": keywords, "notify": bool(body.get("notify", False))},
+                          "keywords": keywords, "regions": regions,
+                          "notify": bool(body.get("notify", False))},
                   resource=resource)
+
+
+def _update_regions(db, regions: Any, keywords: Any) -> tuple[list[str] | None, Any]:
+    """GeoNode's update operation: regions named by code or name replace the resource's when
+    any is known (an empty list leaves them), and names that are no region become keywords."""
+    if regions is None:
+        return None, keywords
+    if not isinstance(regions, list) or not all(isinstance(r, (str, int)) and not isinstance(r, bool)
+                                                for r in regions):
+        raise InvalidInput("regions: expected a list of region codes or names")
+    found, unknown = resolve_regions(db, regions)
+    if unknown:
+        if keywords is not None and not isinstance(keywords, list):
+            raise InvalidInput("keywords: expected a list")
+        keywords = [*(keywords or []), *unknown]
+    return ([r.code for r in found] or None), keywords
 
 
 def _create_like(request, resource_type, db, principal, settings, body, func_name) -> JSON:

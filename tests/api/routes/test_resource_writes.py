@@ -9,6 +9,7 @@ from sqlalchemy import event, func, select
 from cartotheca.db.models import Favorite, Resource
 from tests.conftest import basic
 from tests.factories import PASSWORD, make_resource, make_user
+from tests.support.executions import wait_execution
 
 ANA = basic("ana", PASSWORD)
 BOB = basic("bob", PASSWORD)
@@ -366,3 +367,60 @@ def test_related_objects(client, db, settings, people):
     private = make_resource(db, settings, people[0], "Private", public=False)
     assert client.get(f"/api/v2/resources/{private.id}/keywords").status_code == 401
     assert client.get(f"/api/v2/resources/{private.id}/keywords", headers=BOB).status_code == 403
+
+
+# -- regions ------------------------------------------------------------------------------
+
+
+def test_patch_replaces_the_regions(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Lakes", regions=["ITA"])
+    record = fetch(client, resource.id)
+    assert [r["code"] for r in record["regions"]] == ["ITA"]
+    # by code, by name in any case, or by the echoed object; repeats collapse
+    changed = client.patch(f"/api/v2/resources/{resource.id}",
+                           json={"regions": [{"code": "FRA"}, "spain", "FRA"]}, headers=ANA)
+    assert changed.status_code == 200, changed.text
+    assert sorted(r["code"] for r in changed.json()["resource"]["regions"]) == ["ESP", "FRA"]
+    assert sorted(r["name"] for r in fetch(client, resource.id)["regions"]) == ["France", "Spain"]
+    listed = client.get("/api/v2/resources?filter{regions.code}=ESP").json()["resources"]
+    assert [int(r["pk"]) for r in listed] == [resource.id]
+    # the typed endpoint writes them too, and an empty list removes them all
+    cleared = client.patch(f"/api/v2/datasets/{resource.id}", json={"regions": []}, headers=ANA)
+    assert cleared.status_code == 200, cleared.text
+    assert fetch(client, resource.id)["regions"] == []
+
+
+def test_unknown_region_is_400_and_changes_nothing(client, db, settings, people):
+    resource = make_resource(db, settings, people[0], "Lakes", regions=["ITA"])
+    refused = client.patch(f"/api/v2/resources/{resource.id}",
+                           json={"title": "changed", "regions": ["FRA", "Atlantis"]}, headers=ANA)
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0] == "regions: unknown region Atlantis"
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"regions": "FRA"},
+                        headers=ANA).status_code == 400
+    after = fetch(client, resource.id)
+    assert after["title"] == "Lakes" and [r["code"] for r in after["regions"]] == ["ITA"]
+    # someone without the change right may not set them
+    assert client.patch(f"/api/v2/resources/{resource.id}", json={"regions": ["FRA"]},
+                        headers=BOB).status_code == 403
+
+
+def test_update_operation_takes_regions_as_geonode_does(client, db, settings, people):
+    """``PUT resources/{id}/update``: known names or codes replace the regions, other names
+    become keywords, and a form-encoded body carries the list as JSON text."""
+    resource = make_resource(db, settings, people[0], "Lakes", regions=["ITA"], keywords=["old"])
+    start = client.put(f"/api/v2/resources/{resource.id}/update", headers=ANA,
+                       data={"regions": '["France", "ESP", "Lake country"]'})
+    assert start.status_code == 200, start.text
+    assert wait_execution(client.get, start.json()["status_url"], ANA)["status"] == "finished"
+    record = fetch(client, resource.id)
+    assert sorted(r["code"] for r in record["regions"]) == ["ESP", "FRA"]
+    assert [k["name"] for k in record["keywords"]] == ["Lake country"]
+    # an empty list leaves the regions as they are
+    again = client.put(f"/api/v2/resources/{resource.id}/update", headers=ANA,
+                       json={"regions": [], "vals": {"abstract": "kept"}})
+    assert wait_execution(client.get, again.json()["status_url"], ANA)["status"] == "finished"
+    record = fetch(client, resource.id)
+    assert record["abstract"] == "kept" and len(record["regions"]) == 2
+    assert client.put(f"/api/v2/resources/{resource.id}/update", headers=ANA,
+                      json={"regions": "FRA"}).status_code == 400
