@@ -1,16 +1,17 @@
 // Editing on a resource page, offered in the Edit menu only for what the API's `perms` on the
 // resource allow (the API still enforces them): the metadata form, an ISO metadata file, the
-// style (SLD), permissions of users and groups, copy and delete.
+// style (SLD), the thumbnail, permissions of users and groups, copy and delete.
 import { SCRIPTED, api, base, failureText, followExecution, getJson, send } from './api.js';
 import { cookie, el, safeUrl } from './dom.js';
 import { offerPane, openPane, resetEditMenu, setupEditMenu } from './editmenu.js';
 import { setupMetadataForm } from './metadata_form.js';
 
 const LEVELS = ['none', 'view', 'download', 'edit', 'manage'];
-const SECTIONS = ['edit-section', 'iso-section', 'style-section', 'copy-section', 'permissions-section',
-  'delete-section'];
-const STATUSES = ['edit-status', 'iso-status', 'style-status', 'copy-status', 'permissions-status', 'delete-status'];
-const ALERTS = ['iso-error', 'style-error', 'copy-error'];
+const SECTIONS = ['edit-section', 'iso-section', 'style-section', 'thumbnail-section', 'copy-section',
+  'permissions-section', 'delete-section'];
+const STATUSES = ['edit-status', 'iso-status', 'style-status', 'thumbnail-status', 'copy-status', 'permissions-status',
+  'delete-status'];
+const ALERTS = ['iso-error', 'style-error', 'thumbnail-error', 'copy-error'];
 const DELETED_KEY = 'cartotheca-deleted';
 let current = null; // the resource the controls act on
 let notice = null; // {pk, original}: shown once on the page of the copy just made
@@ -288,6 +289,43 @@ function setupStyleUpload(resource, reload) {
   };
 }
 
+// A new thumbnail from an image file (GeoNode's set_thumbnail); the pane shows the current one.
+function setupThumbnail(resource, reload) {
+  const form = document.getElementById('thumbnail-form');
+  const button = document.getElementById('thumbnail-submit');
+  const image = document.getElementById('thumbnail-current');
+  const src = safeUrl(resource.thumbnail_url);
+  image.hidden = !src;
+  if (src) {
+    image.setAttribute('src', src);
+    image.setAttribute('alt', `The thumbnail of ${resource.title || 'the resource'} now`);
+  }
+  form.onsubmit = async (event) => {
+    event.preventDefault();
+    const file = form.elements.file.files[0];
+    if (!file) return;
+    button.disabled = true;
+    report('thumbnail', `Uploading ${file.name}…`);
+    const body = new FormData();
+    body.append('file', file);
+    try {
+      const response = await sendForm('PUT', api(`resources/${Number(resource.pk)}/set_thumbnail`), body);
+      if (!response.ok) {
+        report('thumbnail', '', `The thumbnail was not changed: ${await failureText(response)}`);
+        return;
+      }
+      form.reset();
+      await reload();
+      report('thumbnail', `The thumbnail from ${file.name} is applied.`);
+      document.getElementById('thumbnail-section').setAttribute('data-saved', 'true');
+    } catch (failure) {
+      report('thumbnail', '', `The thumbnail was not changed: ${failure.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  };
+}
+
 function setupCopy(resource) {
   const button = document.getElementById('copy-button');
   button.onclick = async () => {
@@ -372,6 +410,10 @@ export function setupEditing(resource, reload) {
   if (resource.resource_type === 'dataset' && perms.has('change_dataset_style')) {
     setupStyleUpload(resource, keepingPane(reload, 'style-section'));
     offerPane('style-section');
+  }
+  if (perms.has('change_resourcebase_metadata')) {
+    setupThumbnail(resource, keepingPane(reload, 'thumbnail-section'));
+    offerPane('thumbnail-section');
   }
   if (perms.has('change_resourcebase_permissions')) {
     setupPermissionForms(resource);

@@ -1,8 +1,8 @@
 """The resource page's Edit menu in Chromium: a menu button used from the keyboard, each item
 opening its one pane (focus moved into it, Escape and Cancel giving it back to the button); the
 metadata form's fuller field set written through the API and shown back after a reload; field
-errors by their field; delete after our own confirmation; nothing for a user without the right;
-axe and a phone's width with the menu and a form open.
+errors by their field; a new thumbnail; delete after our own confirmation; nothing for a user
+without the right; axe and a phone's width with the menu and a form open.
 
 One live server, browser and data set per module (on the first backend; see conftest).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.api.routes.document_samples import samples
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.support.edit_menu import choose_edit
 from tests.web.test_account_pages import PHONE, beyond_width
@@ -50,7 +51,8 @@ def test_menu_from_the_keyboard_and_the_fuller_metadata_form(live_server, api, d
     page.keyboard.press("Enter")
     expect(button).to_have_attribute("aria-expanded", "true")
     items = page.get_by_role("menuitem")
-    expect(items).to_have_text(["Metadata", "Upload ISO metadata", "Style", "Permissions", "Delete"])
+    expect(items).to_have_text(["Metadata", "Upload ISO metadata", "Style", "Thumbnail", "Permissions",
+                                 "Delete"])
     expect(page.get_by_role("menuitem", name="Metadata", exact=True)).to_be_focused()
     page.keyboard.press("ArrowDown")
     expect(page.get_by_role("menuitem", name="Upload ISO metadata")).to_be_focused()
@@ -146,6 +148,35 @@ def test_menu_from_the_keyboard_and_the_fuller_metadata_form(live_server, api, d
     page.locator("#permissions-section").get_by_role("button", name="Close").click()
     expect(page.locator("#permissions-section")).to_be_hidden()
     expect(button).to_be_focused()
+    assert not (watch.dialogs or watch.page_errors), watch
+
+
+def test_thumbnail_from_an_image_file(live_server, api, data, new_page):
+    rid = data["tidal"]
+    page, watch = new_page()
+    _open(page, live_server, "cartographer", rid)
+    before = api.ok("GET", f"api/v2/resources/{rid}")["resource"]["thumbnail_url"]
+    choose_edit(page, "Thumbnail")
+    field = page.get_by_label("Image (PNG or JPEG, at most 1 MB)", exact=True)
+    expect(field).to_be_focused()
+    # Not an image: refused in words, nothing changed.
+    field.set_input_files({"name": "notes.png", "mimeType": "image/png", "buffer": b"not a picture"})
+    page.get_by_role("button", name="Upload the thumbnail").click()
+    expect(page.locator("#thumbnail-error")).to_contain_text("The thumbnail was not changed:")
+    assert api.ok("GET", f"api/v2/resources/{rid}")["resource"]["thumbnail_url"] == before
+    field.set_input_files({"name": "tide.png", "mimeType": "image/png", "buffer": samples()["png"]})
+    page.get_by_role("button", name="Upload the thumbnail").click()
+    expect(page.locator("#thumbnail-status")).to_have_text("The thumbnail from tide.png is applied.")
+    expect(page.locator("#thumbnail-error")).to_have_text("")
+    after = api.ok("GET", f"api/v2/resources/{rid}")["resource"]["thumbnail_url"]
+    assert after and after != before
+    shown = page.locator("#thumbnail-current")
+    expect(shown).to_have_attribute("src", after)
+    image = api.request("GET", after[len(live_server.url):])
+    assert image.status_code == 200 and image.headers["content-type"] == "image/png"
+    page.keyboard.press("Escape")
+    expect(page.locator("#thumbnail-section")).to_be_hidden()
+    expect(page.locator("#edit-menu-button")).to_be_focused()
     assert not (watch.dialogs or watch.page_errors), watch
 
 

@@ -30,7 +30,8 @@ XSS = XSS_PAYLOADS[0]
 GREY = "#808080"
 # The editing panes and their items in the Edit menu, in its order; copy has its own button.
 ITEMS = {"#edit-section": "Metadata", "#iso-section": "Upload ISO metadata", "#style-section": "Style",
-         "#permissions-section": "Permissions", "#delete-section": "Delete"}
+         "#thumbnail-section": "Thumbnail", "#permissions-section": "Permissions",
+         "#delete-section": "Delete"}
 CONTROLS = (*ITEMS, "#copy-section")
 
 
@@ -197,7 +198,7 @@ def test_copy_leads_to_the_new_resource(live_server, api, data, new_page):
     _open(page, live_server, "surveyor", "map", original)
     # Style and ISO files are for datasets only.
     page.locator("#edit-menu-button").click()
-    expect(page.get_by_role("menuitem")).to_have_text(["Metadata", "Permissions", "Delete"])
+    expect(page.get_by_role("menuitem")).to_have_text(["Metadata", "Thumbnail", "Permissions", "Delete"])
     page.keyboard.press("Escape")
     page.get_by_role("button", name="Copy", exact=True).click()
     expect(page.locator("#copy-section")).to_be_visible()

@@ -234,15 +234,16 @@ def test_owner_edits_metadata_sets_permissions_and_deletes(live_server, api, dat
     assert {u["username"]: u["permissions"] for u in spec["users"]}["reader"] == "edit"
     assert {g["name"]: g["permissions"] for g in spec["groups"]}["anonymous"] == "none"
     assert admin_watch.clean, admin_watch
-    # The reader, now an editor, gets the metadata, ISO and style forms but neither permissions
-    # nor delete.
+    # The reader, now an editor, gets the metadata, ISO, style and thumbnail forms but neither
+    # permissions nor delete.
     reader, _ = new_page()
     _log_in(reader, live_server, "reader", PASSWORD, f"catalogue/#/dataset/{rid}")
     expect(reader.locator("#edit-menu")).to_be_visible()
     choose_edit(reader, "Metadata")
     expect(reader.get_by_label("Title", exact=True)).to_have_value(f"Wetlands {XSS}")
     reader.locator("#edit-menu-button").click()
-    expect(reader.get_by_role("menuitem")).to_have_text(["Metadata", "Upload ISO metadata", "Style"])
+    expect(reader.get_by_role("menuitem")).to_have_text(["Metadata", "Upload ISO metadata", "Style",
+                                                              "Thumbnail"])
 
     # Delete, after a confirmation: Cancel keeps it, Yes deletes it and returns to the catalogue.
     choose_edit(page, "Delete")
