@@ -13,11 +13,11 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.api.routes.document_samples import samples
-from tests.factories import PASSWORD, make_resource, make_user
+from tests.factories import make_resource, make_user
 from tests.support.edit_menu import choose_edit
 from tests.web.test_account_pages import PHONE, beyond_width
 from tests.web.test_pages import _axe
-from tests.web.test_resource_pages import _log_in
+from tests.web.test_resource_editing import _open
 
 pytestmark = pytest.mark.usefixtures("chromium_path")
 
@@ -34,16 +34,10 @@ def data(live_server, module_db, base_app):
     return {"tidal": tidal.id, "dunes": dunes.id}
 
 
-def _open(page, live_server, username: str, rid: int) -> None:
-    _log_in(page, live_server, username, PASSWORD, f"catalogue/#/dataset/{rid}")
-    page.wait_for_selector("#resource-view[data-ready='true']", state="attached")
-    page.wait_for_selector("#copy-section[data-checked='true']", state="attached")
-
-
 def test_menu_from_the_keyboard_and_the_fuller_metadata_form(live_server, api, data, new_page):
     rid = data["tidal"]
     page, watch = new_page(bypass_csp=True)  # for axe
-    _open(page, live_server, "cartographer", rid)
+    _open(page, live_server, "cartographer", "dataset", rid)
     button = page.locator("#edit-menu-button")
     expect(button).to_have_attribute("aria-expanded", "false")
     # Enter opens the menu on its first item; arrows, Home and End move; Escape closes it.
@@ -154,7 +148,7 @@ def test_menu_from_the_keyboard_and_the_fuller_metadata_form(live_server, api, d
 def test_thumbnail_from_an_image_file(live_server, api, data, new_page):
     rid = data["tidal"]
     page, watch = new_page()
-    _open(page, live_server, "cartographer", rid)
+    _open(page, live_server, "cartographer", "dataset", rid)
     before = api.ok("GET", f"api/v2/resources/{rid}")["resource"]["thumbnail_url"]
     choose_edit(page, "Thumbnail")
     field = page.get_by_label("Image (PNG or JPEG, at most 1 MB)", exact=True)
@@ -183,7 +177,7 @@ def test_thumbnail_from_an_image_file(live_server, api, data, new_page):
 def test_delete_asks_first_and_cancel_keeps_the_dataset(live_server, api, data, new_page):
     rid = data["dunes"]
     page, watch = new_page()
-    _open(page, live_server, "cartographer", rid)
+    _open(page, live_server, "cartographer", "dataset", rid)
     button = page.locator("#edit-menu-button")
     button.focus()
     page.keyboard.press("ArrowUp")  # the last item: Delete
@@ -211,7 +205,7 @@ def test_no_edit_menu_without_the_right(live_server, api, data, new_page):
     for username in ("onlooker", None):
         page, watch = new_page()
         if username:
-            _open(page, live_server, username, data["tidal"])
+            _open(page, live_server, username, "dataset", data["tidal"])
         else:
             page.goto(f"{live_server.url}catalogue/#/dataset/{data['tidal']}")
             page.wait_for_selector("#resource-view[data-ready='true']", state="attached")
@@ -225,7 +219,7 @@ def test_no_edit_menu_without_the_right(live_server, api, data, new_page):
 def test_menu_and_form_fit_a_phone(live_server, data, new_page):
     page, watch = new_page(bypass_csp=True)
     page.set_viewport_size(PHONE)
-    _open(page, live_server, "cartographer", data["tidal"])
+    _open(page, live_server, "cartographer", "dataset", data["tidal"])
     page.locator("#edit-menu-button").click()
     expect(page.locator("#edit-menu-list")).to_be_visible()
     assert beyond_width(page, PHONE["width"]) == []
