@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import logging
 import os
 import threading
@@ -38,19 +39,17 @@ def limit_allocator_arenas(arenas: int = ALLOCATOR_ARENAS) -> None:
     """
     if "MALLOC_ARENA_MAX" in os.environ:
         return
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        mallopt = ctypes.CDLL(name).mallopt
-    except (OSError, AttributeError):
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is None:
         return
     os.environ["MALLOC_ARENA_MAX"] = str(arenas)
     if not mallopt(M_ARENA_MAX, arenas):
         logger.debug("mallopt refused the arena limit")
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
+    # Looked up once: find_library runs ldconfig in a subprocess.
     name = ctypes.util.find_library("c")
     if not name:
         return None
