@@ -231,3 +231,31 @@ def test_first_pages_read_the_walked_form_and_counts_never_do(number, size, coun
     pages = [s for s in seen if "count(" not in s]
     assert all(">= ?" in s for s in counts) and len(counts) == (1 if counted else 0)
     assert len(pages) == 1 and ("> ?" in pages[0]) is walked and (">= ?" in pages[0]) is not walked
+
+
+@pytest.mark.parametrize("counted", [True, False])
+def test_narrowing_asked_after_the_filters_comes_after_them_in_the_sql(counted):
+    # SQLite drives a query from the first ``id IN (subquery)`` it reads: a wide narrowing (an
+    # extent's R*Tree search) must follow the request's filters, not lead them.
+    engine = create_engine("sqlite://")
+    THINGS.metadata.create_all(engine)
+    TAGS.metadata.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(THINGS.insert(), [{"title": f"t{i}", "made": dt.datetime(2026, 1, 1), "size": i}
+                                       for i in range(1, 41)])
+        conn.execute(TAGS.insert(), [{"thing_id": i, "name": "odd" if i % 2 else "even"}
+                                     for i in range(1, 41)])
+    seen: list[str] = []
+    event.listen(engine, "before_cursor_execute",
+                 lambda _c, _cur, statement, *_: seen.append(statement))
+    wide = THINGS.c.id.in_(select(THINGS.c.id).where(THINGS.c.title.like("t%")))
+    tagged = FilterTerm("filter{tags.name}", "tags.name", "eq", False, ("even",))
+    wanted = query.ListQuery(filters=(tagged,), sort=(("size", "asc"),), page=query.Page(1, 10, 10))
+    with Session(engine) as session:
+        listing = query.page(session, select(THINGS), wanted, FIELDS, where=[THINGS.c.size <= 30],
+                             counted=counted, where_after_filters=[wide])
+    assert list(listing.rows) == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20]  # ids, the first column
+    assert listing.total == (15 if counted else None)
+    assert len(seen) == (2 if counted else 1)
+    for statement in seen:
+        assert statement.index("FROM tags") < statement.index("LIKE")

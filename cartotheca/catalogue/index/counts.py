@@ -24,7 +24,7 @@ from cartotheca.catalogue.index.visibility import visible_set
 from cartotheca.catalogue.query import FieldMap, FilterTerm, ListContext, compile_term, filter_terms
 from cartotheca.catalogue.query.compile import search_clause
 from cartotheca.catalogue.query.request import first, search_terms
-from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS, resource_scope
+from cartotheca.catalogue.query.resource_list import RESOURCE_FIELDS, asked_scope
 from cartotheca.db.models import Resource
 
 REFERENCE_FAMILIES = ("category", "keyword", "region", "owner", "group", "tkeyword")
@@ -54,12 +54,12 @@ def _scope(ctx: ListContext, terms: Sequence[FilterTerm], search: tuple[str, ...
     searched = search_clause(search, search_fields, fields)
     if searched is not None:
         clauses.append(searched)
-    clauses.extend(resource_scope(ctx)[1:])  # favourites and extent; [0] is the visibility
+    clauses.extend(asked_scope(ctx))
     return Scope(list(zip(mine, resolve(ctx.session, mine), strict=True)), clauses)
 
 
 def _asks_scope(ctx: ListContext) -> bool:
-    """Favourites or extent: clauses of ``resource_scope`` beyond the visibility."""
+    """Favourites or extent: the clauses of ``asked_scope``."""
     return first(ctx.params, "favorite") is not None or bool(ctx.params.get("extent"))
 
 

@@ -93,7 +93,8 @@ class ListContext:
 def page(session: Session, stmt: Select[Any], query: ListQuery, fields: FieldMap, *,
          where: Sequence[ColumnElement[bool]] = (), load: Sequence[ExecutableOption] = (),
          counted: bool = True, total: Callable[[], int | None] | None = None,
-         walked_where: Sequence[ColumnElement[bool]] | None = None) -> Listing:
+         walked_where: Sequence[ColumnElement[bool]] | None = None,
+         where_after_filters: Sequence[ColumnElement[bool]] = ()) -> Listing:
     """One page of ``stmt`` narrowed by ``where`` and the request's filters and search.
 
     With ``load`` the page's ids are read first and then their rows with those loads; with
@@ -103,11 +104,16 @@ def page(session: Session, stmt: Select[Any], query: ListQuery, fields: FieldMap
     malformed request is refused the same way either way. ``walked_where`` says ``where``
     again in the form for an ordered walk that stops after a few rows; it replaces ``where``
     in the page statement of the first pages (up to ``WALKED_ROWS`` rows in).
+    ``where_after_filters`` narrows like ``where`` but comes after the request's filters and
+    search in the statement: SQLite reads ``id IN (subquery)`` terms in the order written and
+    drives the query from the first, so a wide one (an extent's R*Tree search) goes last and a
+    selective keyword filter leads (a third of the time for search+keyword+extent).
     """
     clauses = [compile_term(term, fields) for term in query.filters]
     searched = search_clause(query.search, query.search_fields, fields)
     if searched is not None:
         clauses.append(searched)
+    clauses.extend(where_after_filters)
     counted_stmt = stmt.where(*where, *clauses) if where or clauses else stmt
     paged_stmt = counted_stmt
     if walked_where is not None and _walks_few_rows(query.page):

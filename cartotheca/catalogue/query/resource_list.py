@@ -164,16 +164,20 @@ def resource_clauses(ctx: ListContext, fields: FieldMap = RESOURCE_FIELDS) -> li
     searched = compile_search(ctx.params, fields)
     if searched is not None:
         language.append(searched)
-    visible, *asked = resource_scope(ctx)
-    return [visible, *language, *asked]
+    return [visibility(ctx), *language, *asked_scope(ctx)]
 
 
-def resource_scope(ctx: ListContext, *, walked: bool = False) -> list[ColumnElement[bool]]:
-    """What a resource list adds to the query language: visibility first, then the
-    requester's favourites and the extent boxes when asked for. ``walked``: the visibility
-    in the form for the first pages (``paging.page``'s ``walked_where``)."""
+def visibility(ctx: ListContext, *, walked: bool = False) -> ColumnElement[bool]:
+    """The rows the requester may see in a list. ``walked``: the form for the first pages
+    (``paging.page``'s ``walked_where``)."""
     advertised = first(ctx.params, "advertised")
-    clauses = [perms.visible_to(ctx.principal, ctx.settings, advertised=advertised, row_by_row=walked)]
+    return perms.visible_to(ctx.principal, ctx.settings, advertised=advertised, row_by_row=walked)
+
+
+def asked_scope(ctx: ListContext) -> list[ColumnElement[bool]]:
+    """What a resource list adds to the query language when asked: the requester's
+    favourites and the extent boxes."""
+    clauses: list[ColumnElement[bool]] = []
     favorite = first(ctx.params, "favorite")
     if favorite is not None:
         if strict_bool(favorite, "favorite"):
@@ -221,9 +225,10 @@ def list_resources(ctx: ListContext, *, base: Sequence[ColumnElement[bool]] = ()
     total: Callable[[], int | None] | None = None
     if ctx.counts is not None and (base_terms is not None or not base):
         total = partial(ctx.counts.list_total, ctx, fields, base_terms or ())
-    listing = page(ctx.session, select(Resource), query, fields, where=[*base, *resource_scope(ctx)],
+    listing = page(ctx.session, select(Resource), query, fields, where=[*base, visibility(ctx)],
                    load=LOAD_OPTIONS, counted=query.wants_total(), total=total,
-                   walked_where=[*base, *resource_scope(ctx, walked=True)])
+                   walked_where=[*base, visibility(ctx, walked=True)],
+                   where_after_filters=asked_scope(ctx))
     return decorate(ctx.session, ctx.principal, listing)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event
 
 from cartotheca.db.models import Favorite
 from tests.conftest import basic
@@ -120,3 +121,27 @@ def test_detail_statement_count(client, grow, count_statements, admin_auth, back
         assert len(response.json()["resource"]["keywords"]) == 2
         print(f"\nSTATEMENTS {backend} detail {who}: {counter.value}")
         assert counter.value <= DETAIL_BUDGET
+
+
+def test_extent_comes_after_the_filters_in_the_list_statements(client, app, grow, backend):
+    """SQLite drives a query from the first ``id IN (subquery)`` it reads, so the extent (an
+    R*Tree search, wide) follows a keyword filter (selective) in both the count and the page."""
+    grow(6)
+    seen: list[str] = []
+
+    def before(_conn, _cursor, statement, *_):
+        if "FROM resources" in statement and "keywords.name" in statement:
+            seen.append(statement)
+
+    engine = app.state.cartotheca.engine
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        body = client.get("/api/v2/resources?filter{keywords.name}=kw1&extent=0,0,10,1").json()
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+    assert [r["title"] for r in body["resources"]] == ["resource 001"] and body["total"] == 1
+    extent_marker = "resources_extent" if backend == "sqlite" else "&&"
+    # the page's ids, and the count unless the catalogue index gave the total
+    assert any("LIMIT" in statement for statement in seen) and len(seen) <= 2
+    for statement in seen:
+        assert statement.index("keywords.name") < statement.index(extent_marker)
