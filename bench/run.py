@@ -159,8 +159,11 @@ def in_process(settings, cases: list[dict], repeats: int, explain_path: Path) ->
     plans: list[str] = []
     with TestClient(app) as client:
         index = app.state.catalogue_index
-        if index is not None and not index.wait_ready(timeout=600):
-            raise SystemExit("the catalogue index was not built within 10 minutes")
+        if index is not None:
+            if not index.wait_ready(timeout=3600):
+                raise SystemExit("the catalogue index was not built within an hour")
+            # The HTTP server starts from this snapshot, as a restarted process does.
+            index.write_snapshot()
         raw = engine.raw_connection()
         cursor = raw.driver_connection.cursor()
         try:
@@ -225,29 +228,51 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(settings, port: int) -> subprocess.Popen:
+INDEX_BUILT = "catalogue index built"
+
+
+def start_server(settings, port: int) -> tuple[subprocess.Popen, dict[str, float]]:
+    """``cartotheca serve`` on ``port``, returned once it answers and, unless the index is off,
+    once its catalogue index is ready (the server's log says so), with how long each took."""
     env = dict(os.environ,
                CARTOTHECA_DATABASE_URL=settings.database_url,
                CARTOTHECA_DATA_DIR=str(settings.DATA_DIR),
                CARTOTHECA_ADMIN_PASSWORD=load.ADMIN_PASSWORD,
                CARTOTHECA_SITEURL=f"http://127.0.0.1:{port}/",
-               # Access logging off: one log line per request would be measured as well.
-               CARTOTHECA_LOG_LEVEL="warning")
+               # Info for the index's "built" line; no access log, whose line per request
+               # would be measured as well.
+               CARTOTHECA_LOG_LEVEL="info", CARTOTHECA_ACCESS_LOG="false")
     cmd = [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
            "--port", str(port), "--workers", "1"]
-    proc = subprocess.Popen(cmd, env=env)
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    log_path = Path(settings.DATA_DIR) / "server.log"
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    timings: dict[str, float] = {}
+    deadline = started + 90
+    while "answers_s" not in timings:
         if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
+            raise SystemExit(f"server exited with {proc.returncode}: see {log_path}")
+        if time.monotonic() > deadline:
+            proc.terminate()
+            raise SystemExit("server did not answer within 90 s")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/", timeout=2) as r:
                 if r.status == 200:
-                    return proc
+                    timings["answers_s"] = time.monotonic() - started
         except (urllib.error.URLError, ConnectionError, TimeoutError):
-            time.sleep(0.2)
-    proc.terminate()
-    raise SystemExit("server did not become ready within 90 s")
+            time.sleep(0.05)
+    if settings.CATALOGUE_INDEX_ENABLED:
+        deadline = started + 3600
+        while INDEX_BUILT not in log_path.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.terminate()
+                raise SystemExit(f"the server's catalogue index was not ready: see {log_path}")
+            time.sleep(0.05)
+        timings["index_ready_s"] = time.monotonic() - started
+    print(f"  server: answers after {timings['answers_s']:.2f} s, index ready after "
+          f"{timings.get('index_ready_s', float('nan')):.2f} s", file=sys.stderr, flush=True)
+    return proc, timings
 
 
 def memory_mib(pid: int) -> dict[str, float]:
@@ -259,9 +284,9 @@ def memory_mib(pid: int) -> dict[str, float]:
     return fields
 
 
-def over_http(settings, cases: list[dict], args) -> tuple[dict, dict]:
+def over_http(settings, cases: list[dict], args) -> tuple[dict, dict, dict]:
     port = free_port()
-    proc = start_server(settings, port)
+    proc, start = start_server(settings, port)
     try:
         job = {"host": "127.0.0.1", "port": port, "scenarios": cases, "requests": args.requests,
                "seconds": args.seconds, "concurrency": args.concurrency,
@@ -272,7 +297,7 @@ def over_http(settings, cases: list[dict], args) -> tuple[dict, dict]:
         if done.returncode != 0:
             raise SystemExit(f"loadgen failed with {done.returncode}")
         memory = memory_mib(proc.pid)
-        return json.loads(done.stdout), memory
+        return json.loads(done.stdout), memory, start
     finally:
         proc.terminate()
         try:
@@ -332,15 +357,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     plans = out.with_name(out.stem.replace("results", "explain") + ".txt")
     inproc = in_process(settings, cases, args.repeats, plans)
     print("over HTTP:", file=sys.stderr)
-    http, memory = over_http(settings, cases, args)
+    http, memory, start = over_http(settings, cases, args)
     results = {"dialect": dialect, "totals": counts, "deep_page": deep_page,
                "search_word": SEARCH_WORD, "keyword": KEYWORD, "extent": EXTENT,
                "combined": combined,
-               "in_process": inproc, "http": http, "server_memory_mib": memory,
+               "in_process": inproc, "http": http, "server_memory_mib": memory, "server_start": start,
                "args": {k: str(v) for k, v in vars(args).items()}}
     out.write_text(json.dumps(results, indent=2))
     print(table(results))
-    print(f"\nserver memory: {memory}; results in {out}")
+    print(f"\nserver memory: {memory}; server start: {start}; results in {out}")
 
 
 if __name__ == "__main__":

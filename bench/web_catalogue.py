@@ -95,7 +95,7 @@ def main(argv=None) -> None:
     engine.dispose()
     cases = scenarios(settings)
     port = run.free_port()
-    server = run.start_server(settings, port)
+    server, _ = run.start_server(settings, port)  # returns once its catalogue index is ready
     base = f"http://127.0.0.1:{port}/"
     results = []
     try:

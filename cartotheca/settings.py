@@ -12,7 +12,7 @@ import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import pyproj  # only to validate; loaded by the map server anyway
@@ -287,6 +287,8 @@ class Settings(BaseSettings):
     HOST: str = "127.0.0.1"
     PORT: int = 8000
     WORKERS: int = 1
+    LOG_LEVEL: Literal["critical", "error", "warning", "info", "debug", "trace"] = "info"
+    ACCESS_LOG: bool = True  # one log line per request (uvicorn's access log)
     # Limits against hostile or too many clients, per server process (README "Limits")
     LIMIT_CONCURRENCY: int = 512  # open connections or running requests before 503; 0: no limit
     OVERLOAD_RETRY_AFTER: int = 5  # seconds, sent in Retry-After with that 503

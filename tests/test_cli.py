@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 
+import httpx
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import select, text
@@ -20,7 +21,8 @@ from cartotheca.db.models import Dataset, ExecutionRequest, Resource
 from cartotheca.settings import get_settings
 from tests.factories import PASSWORD, make_resource, make_user
 from tests.geodata import fixtures as fx
-from tests.support.processes import outside_environment, settings_env
+from tests.support.ports import free_port
+from tests.support.processes import outside_environment, settings_env, wait_http
 
 
 @pytest.fixture
@@ -196,3 +198,19 @@ def test_oauth_application_options_and_refusals(cli_runner, client, db):
     assert len(_json_output(cartotheca("oauth-application", "list", "--json"))) == 2  # nothing half-made
     unknown = cartotheca("oauth-application", "delete", "no-such-client")
     assert unknown.returncode == 1 and "No OAuth2 application" in unknown.stderr
+
+
+@pytest.mark.parametrize(("options", "env", "logged"), [
+    ([], {}, True),
+    (["--no-access-log"], {}, False),
+    ([], {"CARTOTHECA_ACCESS_LOG": "false"}, False),
+])
+def test_serve_logs_each_request_unless_told_not_to(spawn, db, options, env, logged):
+    port = free_port()
+    server = spawn(["serve", "--port", str(port), *options], CARTOTHECA_LOG_LEVEL="info", **env).start()
+    wait_http(f"http://127.0.0.1:{port}/api/v2/", timeout=60)
+    assert httpx.get(f"http://127.0.0.1:{port}/api/v2/resources?page_size=1").status_code == 200
+    server.stop()
+    log = server.log()
+    assert "Application startup complete" in log  # info lines are there either way
+    assert ("GET /api/v2/resources?page_size=1" in log) is logged

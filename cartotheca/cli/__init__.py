@@ -44,8 +44,11 @@ def main() -> None:
 @click.option("--forwarded-allow-ips", default=None,
               help="comma-separated proxy addresses whose X-Forwarded-* headers are believed "
                    "(CARTOTHECA_FORWARDED_ALLOW_IPS)")
+@click.option("--access-log/--no-access-log", default=None,
+              help="one log line per request (CARTOTHECA_ACCESS_LOG, default on)")
 def serve(host: str | None, port: int | None, workers: int | None, limit_concurrency: int | None,
-          keep_alive_timeout: int | None, forwarded_allow_ips: str | None) -> None:
+          keep_alive_timeout: int | None, forwarded_allow_ips: str | None,
+          access_log: bool | None) -> None:
     """Migrate the database, create the first administrator if needed, and serve."""
     memory.limit_allocator_arenas()
     if forwarded_allow_ips is not None:
@@ -65,7 +68,8 @@ def serve(host: str | None, port: int | None, workers: int | None, limit_concurr
         workers=workers or settings.WORKERS,
         # The app reads the proxy headers itself (cartotheca.api.site), from FORWARDED_ALLOW_IPS.
         proxy_headers=False,
-        log_level=os.environ.get("CARTOTHECA_LOG_LEVEL", "info"),
+        log_level=settings.LOG_LEVEL,
+        access_log=settings.ACCESS_LOG if access_log is None else access_log,
         **uvicorn_options(limits),
     )
 
