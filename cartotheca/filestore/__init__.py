@@ -6,6 +6,10 @@ files under ``DATA_DIR`` (``filestore.local``); with ``OBJECT_STORE_URL`` set th
 in an S3-compatible bucket (``filestore.s3``), so every node of a cluster reads the same bytes.
 Both backends pass the same contract tests. An unreachable store raises ``StoreUnavailable``
 (a ``Busy``: 503 with Retry-After), never a bare client error.
+
+Bytes that arrive in pieces (a request body) are written through ``open_writer`` with memory
+bounded by one part, whatever the object's size; ``open_file`` reads an object as a seekable
+file (a remote one by byte ranges, so reading an archive's directory fetches only that).
 """
 
 from __future__ import annotations
@@ -32,6 +36,17 @@ class ObjectInfo:
     mtime: float
 
 
+class ObjectWriter(Protocol):
+    """An object written piece by piece: it appears under its key at ``commit``, whole;
+    ``abort`` (after an error) leaves nothing, not even parts a reader cannot see."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def commit(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
 class FileStore(Protocol):
     def put(self, key: str, source: BinaryIO) -> None:
         """Store the readable ``source`` under ``key`` (readers never see half an object)."""
@@ -41,6 +56,13 @@ class FileStore(Protocol):
         into place when it can be, else removed once stored)."""
 
     def put_bytes(self, key: str, data: bytes) -> None: ...
+
+    def open_writer(self, key: str) -> ObjectWriter:
+        """A writer of the object ``key`` for bytes that arrive in pieces."""
+
+    def open_file(self, key: str) -> BinaryIO:
+        """The object as a seekable file opened for reading; ``FileNotFoundError`` when there
+        is none."""
 
     def open_range(self, key: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
         """The bytes ``start`` up to (not including) ``stop`` of the object, in chunks. The

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cartotheca.errors import InvalidInput
-from cartotheca.filestore import CHUNK_BYTES, ObjectInfo, check_key, check_prefix
+from cartotheca.filestore import CHUNK_BYTES, ObjectInfo, ObjectWriter, check_key, check_prefix
 
 
 class LocalFileStore:
@@ -66,6 +66,12 @@ class LocalFileStore:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+    def open_writer(self, key: str) -> ObjectWriter:
+        return _FileWriter(self._path(key))
+
+    def open_file(self, key: str) -> BinaryIO:
+        return self._path(key).open("rb")
 
     def open_range(self, key: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
         handle = self._path(key).open("rb")
@@ -130,6 +136,31 @@ class LocalFileStore:
             except (ValueError, InvalidInput):
                 continue
         return None
+
+
+class _FileWriter:
+    """Writes to a temporary file beside the target, renamed into place at ``commit``."""
+
+    def __init__(self, target: Path):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".put-")
+        self._out = os.fdopen(handle, "wb")
+        self._temporary, self._target = Path(temporary), target
+
+    def write(self, data: bytes) -> None:
+        self._out.write(data)
+
+    def commit(self) -> None:
+        try:
+            self._out.close()
+            os.replace(self._temporary, self._target)
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        self._out.close()
+        self._temporary.unlink(missing_ok=True)
 
 
 def _chunks(handle: BinaryIO, remaining: int | None) -> Iterator[bytes]:

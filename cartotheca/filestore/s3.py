@@ -3,7 +3,8 @@ Ceph RGW), through boto3.
 
 ``OBJECT_STORE_URL=s3://bucket/prefix`` names the bucket and a key prefix; ``S3_ENDPOINT_URL``
 a server other than AWS (path-style addressing then, which every S3-compatible server takes).
-Uploads go through boto3's transfer manager (multipart for large files). Connection failures,
+Uploads go through boto3's transfer manager (multipart for large files); bytes that arrive in
+pieces through a multipart upload of our own, one part in memory at a time. Connection failures,
 timeouts and the server's own 5xx answers become ``StoreUnavailable``; the client is told to
 retry little, so a request fails fast while the store is down and works again once it is back.
 """
@@ -11,6 +12,8 @@ retry little, so a request fails fast while the store is down and works again on
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +25,18 @@ import botocore.config
 import botocore.exceptions
 
 from cartotheca.errors import StoreUnavailable
-from cartotheca.filestore import CHUNK_BYTES, ObjectInfo, check_key, check_prefix
+from cartotheca.filestore import CHUNK_BYTES, ObjectInfo, ObjectWriter, check_key, check_prefix
+
+log = logging.getLogger("cartotheca.filestore")
 
 # Seconds to connect and to wait for an answer, and attempts in all: an outage answers a
 # request within seconds instead of holding its thread.
 CONNECT_TIMEOUT = 3
 READ_TIMEOUT = 20
 ATTEMPTS = 2
+# The part size of a written stream: S3 takes parts of 5 MiB or more (the last one may be
+# smaller), at most 10 000 of them, so an object written this way stops at about 80 GB.
+PART_BYTES = 8 * 1024 * 1024
 OUTAGE_ERRORS = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError,
                  botocore.exceptions.ResponseStreamingError)
 
@@ -107,6 +115,15 @@ class S3FileStore:
         with _mapped():
             self.client.put_object(Bucket=self.bucket, Key=self._name(key), Body=data)
 
+    def open_writer(self, key: str) -> ObjectWriter:
+        return _MultipartWriter(self.client, self.bucket, self._name(key))
+
+    def open_file(self, key: str) -> BinaryIO:
+        info = self.stat(key)
+        if info is None:
+            raise FileNotFoundError(key)
+        return io.BufferedReader(_RangeFile(self, key, info.size), CHUNK_BYTES)
+
     def open_range(self, key: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
         arguments = {"Bucket": self.bucket, "Key": self._name(key)}
         if start or stop is not None:
@@ -178,6 +195,105 @@ class S3FileStore:
         if not reference.startswith(head):
             return None
         return reference[len(head):]
+
+
+class _MultipartWriter:
+    """One PUT for an object smaller than a part; else a multipart upload sent a part at a time,
+    visible only once completed."""
+
+    def __init__(self, client: Any, bucket: str, name: str):
+        self._client, self._bucket, self._name = client, bucket, name
+        self._buffer = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+
+    def write(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= PART_BYTES:
+            self._send(bytes(self._buffer[:PART_BYTES]))
+            del self._buffer[:PART_BYTES]
+
+    def _send(self, part: bytes) -> None:
+        target = {"Bucket": self._bucket, "Key": self._name}
+        with _mapped():
+            if self._upload_id is None:
+                self._upload_id = self._client.create_multipart_upload(**target)["UploadId"]
+            number = len(self._parts) + 1
+            answer = self._client.upload_part(**target, UploadId=self._upload_id, PartNumber=number,
+                                              Body=part)
+        self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+
+    def commit(self) -> None:
+        try:
+            if self._upload_id is None:
+                with _mapped():
+                    self._client.put_object(Bucket=self._bucket, Key=self._name, Body=bytes(self._buffer))
+                return
+            if self._buffer:
+                self._send(bytes(self._buffer))
+            with _mapped():
+                self._client.complete_multipart_upload(
+                    Bucket=self._bucket, Key=self._name, UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts})
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self._buffer = bytearray()
+
+    def abort(self) -> None:
+        """Called while handling another error: a failure here is logged, not raised. Parts an
+        abort could not remove (the store unreachable) stay out of sight, until a bucket rule
+        that ends incomplete multipart uploads removes them."""
+        self._buffer = bytearray()
+        upload_id, self._upload_id = self._upload_id, None
+        if upload_id is None:
+            return
+        try:
+            self._client.abort_multipart_upload(Bucket=self._bucket, Key=self._name, UploadId=upload_id)
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+            log.warning("could not abort the multipart upload of %s", self._name, exc_info=True)
+
+
+class _RangeFile(io.RawIOBase):
+    """A stored object as a seekable raw file: each read is one byte-range request."""
+
+    def __init__(self, store: S3FileStore, key: str, size: int):
+        self._store, self._key, self._size = store, key, size
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        if base + offset < 0:
+            raise ValueError("negative seek position")
+        self._position = base + offset
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        stop = min(self._position + len(buffer), self._size)
+        if stop <= self._position:
+            return 0
+        data = b"".join(self._store.open_range(self._key, self._position, stop))
+        buffer[:len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+    def readall(self) -> bytes:
+        """The rest of the object in one request (``RawIOBase`` would ask for it in small pieces)."""
+        if self._position >= self._size:
+            return b""
+        data = b"".join(self._store.open_range(self._key, self._position, self._size))
+        self._position += len(data)
+        return data
 
 
 def _gdal_config(location: S3Location, endpoint_url: str | None, region: str | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from cartotheca.errors import InvalidInput, StoreUnavailable
 from cartotheca.filestore import FileStore
 from cartotheca.filestore.local import LocalFileStore
-from cartotheca.filestore.s3 import S3FileStore
+from cartotheca.filestore.s3 import PART_BYTES, S3FileStore
 from cartotheca.filestore.stores import ConfigurationError, file_store
 from tests.support.s3 import CREDENTIALS, S3Server, s3_server, store_settings
 
@@ -132,6 +133,62 @@ def test_an_outage_is_store_unavailable_and_passes(tmp_path):
         server.client().create_bucket(Bucket=bucket)
         store.put_bytes("k/x.bin", b"back")
         assert store.read_bytes("k/x.bin") == b"back"
+
+
+def pieces(data: bytes, size: int) -> Iterator[bytes]:
+    return (data[start:start + size] for start in range(0, len(data), size))
+
+
+def pending_uploads(store) -> list:
+    """Multipart uploads begun and neither completed nor aborted (none in a folder)."""
+    if isinstance(store, LocalFileStore):
+        return [p for p in store.root.rglob(".put-*")]
+    return store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", [])
+
+
+@pytest.mark.parametrize("size", [0, 1000, 2 * PART_BYTES + 12_345], ids=["empty", "small", "parts"])
+def test_a_writer_stores_pieces_as_one_object_once_committed(store, size):
+    data = (DATA * (size // len(DATA) + 1))[:size]
+    writer = store.open_writer("uploads/t/base_file/big.bin")
+    for piece in pieces(data, 64 * 1024 + 7):
+        writer.write(piece)
+    assert store.stat("uploads/t/base_file/big.bin") is None  # nothing to read before the commit
+    writer.commit()
+    info = store.stat("uploads/t/base_file/big.bin")
+    assert info is not None and info.size == size
+    assert joined(store.open_range("uploads/t/base_file/big.bin")) == data
+    assert pending_uploads(store) == []
+
+
+def test_an_aborted_writer_leaves_nothing(store):
+    writer = store.open_writer("uploads/t/base_file/cut.bin")
+    for piece in pieces(DATA * 40, 64 * 1024):  # more than one part
+        writer.write(piece)
+    writer.abort()
+    assert store.stat("uploads/t/base_file/cut.bin") is None
+    assert store.list_prefix("uploads/") == [] and pending_uploads(store) == []
+
+
+def test_open_file_seeks_and_reads(store, tmp_path):
+    store.put_bytes("f/data.bin", DATA)
+    with store.open_file("f/data.bin") as handle:
+        assert handle.seekable()
+        assert handle.read(10) == DATA[:10]
+        handle.seek(-7, io.SEEK_END)
+        assert handle.read() == DATA[-7:]
+        handle.seek(100_000)
+        assert handle.tell() == 100_000 and handle.read(5) == DATA[100_000:100_005]
+        assert handle.read(0) == b""
+    archive = tmp_path / "a.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("inside/a.txt", "a" * 5000)
+        out.writestr("inside/b.txt", "b")
+    store.put_file("f/a.zip", archive)
+    with store.open_file("f/a.zip") as handle, zipfile.ZipFile(handle) as read:
+        assert [i.filename for i in read.infolist()] == ["inside/a.txt", "inside/b.txt"]
+        assert read.read("inside/a.txt") == b"a" * 5000
+    with pytest.raises(FileNotFoundError):
+        store.open_file("f/missing.bin")
 
 
 def test_put_file_can_take_the_file(store, tmp_path):
