@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from xml.sax import saxutils
 
 from lxml import etree
@@ -60,12 +59,13 @@ def parse(data: bytes | str, what: str = "XML document") -> etree._Element:
     return root
 
 
-def read_file(path: Path, what: str) -> str:
-    """The text of an uploaded XML file (ISO metadata, an SLD): UTF-8, within MAX_XML_BYTES."""
-    if path.stat().st_size > MAX_XML_BYTES:
+def read_file(source: BinaryIO, size: int, what: str) -> str:
+    """The text of an uploaded XML file (ISO metadata, an SLD) of ``size`` bytes, read from
+    ``source`` once the size is within MAX_XML_BYTES: UTF-8."""
+    if size > MAX_XML_BYTES:
         raise InvalidInput(f"{what} is larger than {MAX_XML_BYTES // (1024 * 1024)} MB")
     try:
-        return path.read_bytes().decode("utf-8")
+        return source.read().decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidInput(f"{what} must be UTF-8 encoded XML") from None
 

@@ -1,26 +1,30 @@
-"""cartotheca.api.multipart: stream a multipart upload straight to a staging folder.
+"""cartotheca.api.multipart: stream a multipart upload straight to its staging.
 
 Starlette's form parser spools files in the temporary directory and only then hands them over;
-uploads of data files instead go part by part to their staging folder as the bytes arrive, and
-the size limit is enforced while reading, so an oversized upload is refused without ever being
-held in memory or written beyond the limit.
+uploads of data files instead go part by part to their staging (a folder, or objects in the
+object store) as the bytes arrive, and the size limit is enforced while reading, so an
+oversized upload is refused without ever being held in memory or written beyond the limit.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import Any
 
+import anyio
 from python_multipart.multipart import MultipartParser, MultipartState, parse_options_header
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from cartotheca import xmlsafe
+from cartotheca.catalogue.staging import FolderStaging, StagedPart, Staging
 from cartotheca.catalogue.upload_limits import size_label
-from cartotheca.errors import InvalidInput, LimitExceeded, ParseError, UnsupportedMediaType
+from cartotheca.errors import InvalidInput, LimitExceeded, ParseError, StoreUnavailable, UnsupportedMediaType
+from cartotheca.filestore import ObjectWriter
 
 MAX_TEXT_FIELD = 1 << 20  # a text part (permissions JSON, flags) larger than this is refused
 DRAIN_FACTOR = 2  # after a refusal, read at most this many times the limit before hanging up
@@ -32,19 +36,26 @@ DUPLICATE_PARTS = ("zip_file",)
 class StagedFile:
     field: str
     filename: str
-    relative: str  # path under the staging folder
+    relative: str  # path within the staging
     size: int = 0
 
 
 @dataclass
 class StagedForm:
-    folder: Path
+    staging: Staging
     fields: dict[str, str] = field(default_factory=dict)
     files: dict[str, StagedFile] = field(default_factory=dict)
     total: int = 0
 
     def path(self, name: str) -> Path:
-        return self.folder / self.files[name].relative
+        """The file of the part ``name``, for a form staged in a folder."""
+        path = self.staging.local_path(self.files[name].relative)
+        if path is None:
+            raise TypeError("the form was not staged in a folder")
+        return path
+
+    def parts(self) -> dict[str, StagedPart]:
+        return {name: StagedPart(self.staging, staged.relative) for name, staged in self.files.items()}
 
 
 def safe_filename(raw: str, fallback: str) -> str:
@@ -73,7 +84,7 @@ class _Receiver:
         self.header_value = b""
         self.name = ""
         self.text: bytearray | None = None
-        self.handle: IO[bytes] | None = None
+        self.handle: ObjectWriter | None = None
         self.current: StagedFile | None = None
         self.error: Exception | None = None
 
@@ -116,9 +127,7 @@ class _Receiver:
             return  # counted against the limit, not stored
         staged = StagedFile(self.name, safe_filename(filename, self.name),
                             f"{self.name}/{safe_filename(filename, self.name)}")
-        target = self.form.folder / staged.relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        self.handle = target.open("xb")
+        self.handle = self.form.staging.open(staged.relative)
         self.current = staged
         self.form.files[self.name] = staged
 
@@ -145,13 +154,15 @@ class _Receiver:
             xmlsafe.check_text(value, self.name)
             self.form.fields[self.name] = value
         if self.handle is not None:
-            self.handle.close()
-        self.text, self.handle = None, None
+            handle, self.handle = self.handle, None
+            handle.commit()
+        self.text = None
 
     def close(self) -> None:
+        """After an error: the part being written is dropped."""
         if self.handle is not None:
-            self.handle.close()
-            self.handle = None
+            handle, self.handle = self.handle, None
+            handle.abort()
 
 
 def declared_length(request: Request) -> int:
@@ -166,15 +177,18 @@ def check_declared_size(request: Request, limit: int) -> None:
         raise TooLarge(_too_large(limit))
 
 
-async def stage_multipart(request: Request, folder: Path, limit: int, *,
+async def stage_multipart(request: Request, staging: Staging | Path, limit: int, *,
                           hang_up: bool = False) -> StagedForm:
-    """Receive the request's multipart body into ``folder``; on any error the folder is removed.
+    """Receive the request's multipart body into ``staging`` (an upload's, or a folder given by
+    its path); on any error, or when the client goes away, what was staged is removed.
 
     With ``hang_up`` the limit bounds the whole body: a declared Content-Length over it is
     refused before a byte of the body is read, and a body without one (chunked) as soon as the
     bytes received pass it; nothing more is read, and the caller answers with
     ``Connection: close`` so the server stops receiving. Without it the parts' data is bounded
     and an oversized body is read on a little (``DRAIN_FACTOR``) so the client sees the answer.
+    A remote staging is written as the parts arrive, from a worker thread: the event loop
+    never waits on the object store.
     """
     content_type, options = parse_options_header(request.headers.get("content-type", ""))
     if content_type != b"multipart/form-data" or b"boundary" not in options:
@@ -184,8 +198,9 @@ async def stage_multipart(request: Request, folder: Path, limit: int, *,
         if not hang_up:
             await drain(request, 0, limit * DRAIN_FACTOR)
         raise TooLarge(_too_large(limit))
-    form = StagedForm(folder)
-    folder.mkdir(parents=True, exist_ok=False)
+    target = FolderStaging(staging) if isinstance(staging, Path) else staging
+    form = StagedForm(target)
+    await _call(target, target.create)
     receiver = _Receiver(form, limit)
     parser = MultipartParser(options[b"boundary"], receiver.callbacks())
     received = 0
@@ -194,24 +209,43 @@ async def stage_multipart(request: Request, folder: Path, limit: int, *,
             received += len(chunk)
             if hang_up and received > limit:
                 raise TooLarge(_too_large(limit))
-            parser.write(chunk)
-        parser.finalize()
+            await _call(target, parser.write, chunk)
+        await _call(target, parser.finalize)
         if parser.state not in (MultipartState.END, MultipartState.END_BOUNDARY):
             # A body cut short would otherwise pass as a shorter, valid-looking file.
             raise ParseError("The multipart body is incomplete (no closing boundary)")
-    except Exception as exc:
-        receiver.close()
-        shutil.rmtree(folder, ignore_errors=True)
+    except BaseException as exc:
+        await discard(target, receiver)
+        if not isinstance(exc, Exception):
+            raise
         if isinstance(exc, TooLarge):
             if not hang_up:
                 await drain(request, received, limit * DRAIN_FACTOR)
             raise
-        if isinstance(exc, (InvalidInput, UnsupportedMediaType)):
+        if isinstance(exc, (InvalidInput, UnsupportedMediaType, StoreUnavailable)):
             raise
         raise ParseError(f"The multipart body could not be read: {exc}") from None
-    finally:
-        receiver.close()
     return form
+
+
+async def discard(staging: Staging, receiver: _Receiver | None = None) -> None:
+    """Drop the part being received and everything staged, even while the request is being
+    cancelled (the client went away)."""
+
+    def remove() -> None:
+        if receiver is not None:
+            receiver.close()
+        staging.remove()
+
+    with anyio.CancelScope(shield=True):
+        await _call(staging, remove)
+
+
+async def _call(staging: Staging, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``: in a worker thread when it may wait on a remote staging."""
+    if staging.remote:
+        return await run_in_threadpool(function, *args)
+    return function(*args)
 
 
 async def drain(request: Request, received: int, cap: int | None = None) -> bool:

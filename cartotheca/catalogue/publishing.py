@@ -46,7 +46,8 @@ JOURNAL_NAME = "journal.jsonl"
 class Journal:
     """What an import is about to write (store layers, thumbnails), one JSON line each, made
     durable before the write starts. A retried or abandoned import undoes it from here: a
-    killed process leaves no other trace of data it had half written."""
+    killed process leaves no other trace of data it had half written. A file here;
+    ``staging.StoredJournal`` keeps one in the object store, for imports on several machines."""
 
     def __init__(self, path: Path | None):
         self.path = path
@@ -82,6 +83,9 @@ class Journal:
                     Path(entry["path"]).unlink(missing_ok=True)
             except Exception:
                 log.exception("could not undo %s", entry)
+        self.forget()
+
+    def forget(self) -> None:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
 

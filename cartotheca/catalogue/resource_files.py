@@ -10,18 +10,17 @@ or 404 that changes nothing); the execution then only writes what was checked.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from cartotheca import xmlsafe
 from cartotheca.catalogue import dataset_records, iso_metadata
 from cartotheca.catalogue import permissions as perms
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.datasets import get_dataset_by_id
 from cartotheca.catalogue.resources import parse_id
+from cartotheca.catalogue.staging import StagedPart
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import Dataset, Resource, Style
 from cartotheca.errors import InvalidInput, NotAuthenticated
@@ -41,7 +40,7 @@ def is_resource_file_action(fields: Mapping[str, str]) -> bool:
 
 
 def check(session: Session, settings: Settings, principal: Principal, fields: Mapping[str, str],
-          files: Mapping[str, Path]) -> dict[str, Any]:
+          files: Mapping[str, StagedPart]) -> dict[str, Any]:
     """The inputs of the execution applying the file, once the dataset (visible to the
     requester, who holds the right) and the file (safe XML; a drawable SLD, or ISO 19115 not
     about another resource) have passed every check."""
@@ -56,7 +55,7 @@ def check(session: Session, settings: Settings, principal: Principal, fields: Ma
     name = next((n for n in names if n in files), None)
     if name is None:
         raise InvalidInput(f"Field {names[0]} is required with action {action}")
-    text = xmlsafe.read_file(files[name], name)
+    text = files[name].read_xml(name)
     if action == STYLE_UPLOAD:
         text = dataset_records.validate_sld(text)
     else:

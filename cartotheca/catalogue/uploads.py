@@ -2,27 +2,26 @@
 
 An upload record (spec §2.5) is created with its execution when the files have been received,
 moves READY → RUNNING → PROCESSED (or INVALID with the reason) as the ingest job works, and
-keeps the staged files only until the import ends. State changes made while the job runs are
-written in their own short transactions, so a client polling the record sees them at once.
+keeps the staged files (``catalogue.staging``) only until the import ends. State changes made
+while the job runs are written in their own short transactions, so a client polling the record
+sees them at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import shutil
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from cartotheca import xmlsafe
-from cartotheca.catalogue import publishing, query
+from cartotheca.catalogue import publishing, query, staging
 from cartotheca.catalogue.auth import Principal
 from cartotheca.catalogue.query import Field, FieldMap, ListContext, Listing
 from cartotheca.catalogue.resources import parse_id
+from cartotheca.catalogue.staging import StagedPart
 from cartotheca.db.base import utcnow
 from cartotheca.db.models import ExecutionRequest, Upload
 from cartotheca.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
@@ -53,10 +52,6 @@ UPLOAD_FIELDS = FieldMap(
     default_sort=(U.create_date.desc(),),
     tiebreak=U.id,
 )
-
-
-def staging_dir(settings: Settings, token: str) -> Path:
-    return settings.upload_dir / token
 
 
 def progress_of(state: str, complete: bool) -> float:
@@ -99,10 +94,6 @@ def mark_processed(upload: Upload, resource, srid: str | None) -> None:
         upload.resource_id = resource.id
         upload.bbox = [resource.bbox_x0, resource.bbox_y0, resource.bbox_x1, resource.bbox_y1]
         upload.srid = srid
-
-
-def remove_staged(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
 
 
 # -- reading --------------------------------------------------------------------------------
@@ -168,7 +159,7 @@ def delete_upload(session: Session, settings: Settings, upload: Upload,
     session.delete(upload)
     session.flush()
     if token:
-        remove_staged(staging_dir(settings, token))
+        staging.for_upload(settings, token).remove()
 
 
 # -- abandoned imports ----------------------------------------------------------------------
@@ -185,9 +176,9 @@ def sweep_abandoned(session: Session, settings: Settings) -> int:
     for upload, execution in rows:
         token = (execution.input_params or {}).get("staging")
         if token:
-            folder = staging_dir(settings, token)
-            publishing.Journal(folder / publishing.JOURNAL_NAME).undo(settings)
-            remove_staged(folder)
+            staged = staging.for_upload(settings, token)
+            staged.journal().undo(settings)
+            staged.remove()
         _record_abandoned(upload, execution.log or "the import was interrupted")
     if rows:
         session.commit()
@@ -216,30 +207,30 @@ TEXT_OPTIONS = ("charset", "time", "layer_title", "title", "overwrite_existing_l
 
 
 def begin_upload(session: Session, settings: Settings, principal: Principal, fields: Mapping[str, str],
-                 files: Mapping[str, Path], token: str, size: int) -> tuple[Upload, dict[str, Any]]:
+                 files: Mapping[str, StagedPart], token: str, size: int) -> tuple[Upload, dict[str, Any]]:
     """Check everything that can be checked before the data is read (form, options, XML and
     SLD, an archive's directory) and record the upload; returns it with the inputs of its
     import execution. Nothing is recorded when a check fails."""
     if principal.id is None:
         raise NotAuthenticated()
-    kind = ingest.check_form({name: path.name for name, path in files.items()})
+    kind = ingest.check_form({name: part.name for name, part in files.items()})
     options = {k: v for k, v in fields.items() if k in TEXT_OPTIONS}
     for name, key in (("sld_file", "sld"), ("xml_file", "xml")):
         if name in files:
-            options[key] = xmlsafe.read_file(files[name], name)
+            options[key] = files[name].read_xml(name)
     parsed = ingest.IngestOptions.from_mapping(options)
     publishing.check_options(session, settings, parsed)
     base = files["base_file"]
     if kind == "archive":
-        archives.check(base, archives.ArchiveLimits.from_settings(settings))
+        base.check_archive(archives.ArchiveLimits.from_settings(settings))
     stem = base.name.rsplit(".", 1)[0]
     upload = create_upload(session, principal, name=parsed.name or sources.sanitize_name(stem),
                            title=parsed.title or stem,
-                           files=[{"name": stem, "slug": p.name, "file": f"{token}/{p.parent.name}/{p.name}"}
+                           files=[{"name": stem, "slug": p.name, "file": f"{token}/{p.relative}"}
                                   for p in files.values()],
                            size=size)
     stored_options = {k: v for k, v in options.items() if k not in ("sld", "xml")}
     params = {"upload_id": upload.id, "staging": token,
-              "files": {name: f"{path.parent.name}/{path.name}" for name, path in files.items()},
+              "files": {name: part.relative for name, part in files.items()},
               "options": stored_options, "action": "upload"}
     return upload, params

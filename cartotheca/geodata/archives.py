@@ -8,11 +8,13 @@ produces, because the sizes in a zip header are whatever its author wrote there.
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from cartotheca.errors import InvalidInput
 from cartotheca.settings import Settings
@@ -66,13 +68,24 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
 def check(path: Path, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
     """The members to extract (files only), after checking the central directory."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise ArchiveRejected(f"{path.name} is not a readable zip archive: {exc}") from None
+    with handle:
+        return check_file(handle, path.name, os.fstat(handle.fileno()).st_size, limits)
+
+
+def check_file(handle: BinaryIO, name: str, size: int, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
+    """``check`` for an archive of ``size`` bytes open as the seekable ``handle``: only its
+    central directory is read (a few byte ranges of an object in a remote store)."""
+    try:
+        with zipfile.ZipFile(handle) as archive:
             infos = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise ArchiveRejected(f"{path.name} is not a readable zip archive: {exc}") from None
+        raise ArchiveRejected(f"{name} is not a readable zip archive: {exc}") from None
     if len(infos) > limits.max_members:
         raise ArchiveRejected(
-            f"{path.name} has {len(infos)} members; at most {limits.max_members} are accepted")
+            f"{name} has {len(infos)} members; at most {limits.max_members} are accepted")
     members = []
     for info in infos:
         safe_member_path(info.filename)
@@ -84,7 +97,7 @@ def check(path: Path, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
             continue
         members.append(info)
     declared = sum(i.file_size for i in members)
-    _check_sizes(path, declared, path.stat().st_size, limits, "declares")
+    _check_sizes(name, declared, size, limits, "declares")
     for info in members:
         if info.file_size > RATIO_FLOOR and info.file_size > limits.max_ratio * max(info.compress_size, 1):
             raise ArchiveRejected(
@@ -93,13 +106,13 @@ def check(path: Path, limits: ArchiveLimits) -> list[zipfile.ZipInfo]:
     return members
 
 
-def _check_sizes(path: Path, expanded: int, compressed: int, limits: ArchiveLimits, verb: str) -> None:
+def _check_sizes(name: str, expanded: int, compressed: int, limits: ArchiveLimits, verb: str) -> None:
     if expanded > limits.max_total:
         raise ArchiveRejected(
-            f"{path.name} {verb} {expanded} bytes once unpacked; at most {limits.max_total} are accepted")
+            f"{name} {verb} {expanded} bytes once unpacked; at most {limits.max_total} are accepted")
     if expanded > RATIO_FLOOR and expanded > limits.max_ratio * max(compressed, 1):
         raise ArchiveRejected(
-            f"{path.name} {verb} {expanded} bytes from {compressed} compressed, more than "
+            f"{name} {verb} {expanded} bytes from {compressed} compressed, more than "
             f"{limits.max_ratio} times (a zip bomb?)")
 
 
@@ -147,6 +160,6 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, 
             if member_bytes > info.file_size:
                 raise ArchiveRejected(
                     f"archive member {info.filename!r} holds more data than its header declares")
-            _check_sizes(path, written, compressed, limits, "expands to at least")
+            _check_sizes(path.name, written, compressed, limits, "expands to at least")
             dst.write(chunk)
     return written

@@ -14,6 +14,7 @@ from cartotheca.catalogue import (
     publishing,
     resource_files,
     resource_lifecycle,
+    staging,
     thumbnails,
     uploads,
 )
@@ -138,31 +139,34 @@ def ingest(ctx: JobContext) -> dict[str, Any]:
 def import_upload(ctx: JobContext) -> dict[str, Any]:
     """Publish the files of an upload (the dataset upload endpoint's execution).
 
-    Retries are safe: the journal in the staging folder says what a killed attempt had begun
-    to store, and that is removed before starting again. Staged files are removed once the
-    import ends either way (after the commit on success, so a retry still finds them).
+    Retries are safe: the journal beside the staged files says what a killed attempt had begun
+    to store, and that is removed before starting again; each attempt reads the files from a
+    clean folder (with an object store, a fresh local copy of the staged objects). Staged files
+    are removed once the import ends either way (after the commit on success, so a retry still
+    finds them).
     """
     upload_id = ctx.params["upload_id"]
-    staging = uploads.staging_dir(ctx.settings, ctx.params["staging"])
+    staged = staging.for_upload(ctx.settings, ctx.params["staging"])
     bind = ctx.database()
     failure: dict[str, str] = {}
 
     def failed() -> None:
         uploads.mark_invalid(bind, upload_id, failure.get("reason") or "the import failed")
-        uploads.remove_staged(staging)
+        staged.remove()
 
     ctx.on_failure(failed)
     uploads.set_state(bind, upload_id, uploads.RUNNING, exec_id=ctx.execution.exec_id)
     try:
         principal = _principal(ctx)
-        files = {field: staging / name for field, name in ctx.params["files"].items()}
+        folder = staged.fetch(ctx.params["files"].values())
+        files = {field: folder / name for field, name in ctx.params["files"].items()}
         kinds = _kinds(ctx)
         resources = publishing.publish_files(
             ctx.session, ctx.settings, principal, files, _upload_options(ctx.params["options"], files),
             drawer=kinds.thumbnails, dropped=kinds.dropped,
-            key=ctx.execution.exec_id.replace("-", ""), workdir=staging / "work",
+            key=ctx.execution.exec_id.replace("-", ""), workdir=folder / "work",
             progress=lambda step, _pct: ctx.step(step), on_stored=ctx.on_failure,
-            journal=publishing.Journal(staging / publishing.JOURNAL_NAME),
+            journal=staged.journal(),
             defer_thumbnail=lambda resource: ctx.follow_up(
                 "dataset_thumbnail", "thumbnail", {"resource_id": resource.id}, resource.id),
         )
@@ -175,16 +179,16 @@ def import_upload(ctx: JobContext) -> dict[str, Any]:
         failure["reason"] = (exc.message if isinstance(exc, CartothecaError)
                              else f"{type(exc).__name__}: {exc}")
         raise
-    on_commit(ctx.session, lambda: uploads.remove_staged(staging))
+    on_commit(ctx.session, staged.remove)
     return _upload_summary(ctx, resources)
 
 
 def abandon_import(session: Session, settings: Settings, params: dict[str, Any], reason: str) -> None:
     """The recovery gave an import up for good: undo what its journal says was stored, remove
     the staged files and, in the recovery's transaction, make the upload INVALID."""
-    staging = uploads.staging_dir(settings, params["staging"])
-    publishing.Journal(staging / publishing.JOURNAL_NAME).undo(settings)
-    uploads.remove_staged(staging)
+    staged = staging.for_upload(settings, params["staging"])
+    staged.journal().undo(settings)
+    staged.remove()
     uploads.mark_abandoned(session, params["upload_id"], reason)
 
 

@@ -1,8 +1,9 @@
 """cartotheca.api.routes.uploads: the dataset upload endpoint and the upload records.
 
-An upload is received part by part into its staging folder, checked as far as possible
-without reading the data (a 400 before anything exists), recorded, and imported by an
-execution whose start object is the answer. The upload size and parallelism limits
+An upload is received part by part into its staging (a folder of ``UPLOAD_DIR``, or the object
+store's ``uploads/<token>/``: see ``catalogue.staging``), checked as far as possible without
+reading the data (a 400 before anything exists), recorded, and imported by an execution whose
+start object is the answer. The upload size and parallelism limits
 (``upload-size-limits``, ``upload-parallelism-limits``) are checked before the body is read;
 an oversized body is refused without reading the rest of it.
 """
@@ -19,12 +20,19 @@ from starlette.responses import Response
 from cartotheca import siteurl
 from cartotheca.api.deps import DbDep, PrincipalDep, SettingsDep, UserDep, app_state, list_context, read_body
 from cartotheca.api.errors import error_response
-from cartotheca.api.multipart import StagedForm, TooLarge, check_declared_size, drain, stage_multipart
+from cartotheca.api.multipart import (
+    StagedForm,
+    TooLarge,
+    check_declared_size,
+    discard,
+    drain,
+    stage_multipart,
+)
 from cartotheca.api.responses import JSON, no_content
 from cartotheca.api.schemas.common import envelope
 from cartotheca.api.schemas.executions import start_object
 from cartotheca.api.schemas.uploads import final_step, upload_record
-from cartotheca.catalogue import resource_files, upload_limits, uploads
+from cartotheca.catalogue import resource_files, staging, upload_limits, uploads
 from cartotheca.db.models import Resource
 from cartotheca.errors import LimitExceeded, NotFound
 
@@ -44,14 +52,14 @@ async def upload_dataset(request: Request, db: DbDep, principal: UserDep, settin
         # Too many uploads under way: read the (size-bounded) body so the client sees the answer.
         return _refusal(exc, hang_up=not await drain(request, 0, limit))
     token = uuid_mod.uuid4().hex
-    folder = uploads.staging_dir(settings, token)
+    staged = staging.for_upload(settings, token)
     try:
-        form = await stage_multipart(request, folder, limit, hang_up=True)
+        form = await stage_multipart(request, staged, limit, hang_up=True)
         body = await run_in_threadpool(_start, request, db, principal, settings, form, token, slot)
     except TooLarge as exc:
         return _refusal(exc, hang_up=True)
     except BaseException:
-        uploads.remove_staged(folder)
+        await discard(staged)
         raise
     finally:
         await run_in_threadpool(_release, sessions, slot)
@@ -79,7 +87,7 @@ def _release(sessions, slot: int) -> None:
 
 
 def _start(request: Request, db, principal, settings, form: StagedForm, token: str, slot: int) -> dict:
-    files = {name: form.path(name) for name in form.files}
+    files = form.parts()
     if resource_files.is_resource_file_action(form.fields):
         return _start_resource_file(request, db, principal, settings, form, files, slot)
     uploads.sweep_abandoned(db, settings)
@@ -103,7 +111,7 @@ def _start_resource_file(request: Request, db, principal, settings, form: Staged
     try:
         params = resource_files.check(db, settings, principal, form.fields, files)
     finally:
-        uploads.remove_staged(form.folder)
+        form.staging.remove()
     tasks = app_state(request).tasks
     execution = tasks.submit(db, user_id=principal.id, func_name="apply_resource_file",
                              action=params["action"], input_params=params, source="upload_workflow",
