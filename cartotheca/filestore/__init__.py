@@ -1,4 +1,4 @@
-"""cartotheca.filestore: the files the service keeps (documents, thumbnails, rasters), behind one interface.
+"""cartotheca.filestore: the files the service keeps (documents, thumbnails, rasters, staged uploads).
 
 A ``FileStore`` holds objects under keys: relative POSIX paths such as
 ``documents/<uuid>/report.pdf`` or ``thumbnails/<uuid>.png``. The embedded default keeps them as

@@ -1,8 +1,9 @@
-"""The cluster behind nginx: a zipped shapefile uploaded through the balancer is imported by the
-Celery worker into PostGIS, and then each node, asked directly, serves it in every service (WMS,
-WFS, vector tiles, CSW, the catalogue page) without a copy of the data in its own data folder; a
-GeoTIFF is imported into the object store as its COG, and each node draws, cuts, tiles and
-serves it from there, the same bytes, with no copy on any machine's disk.
+"""The cluster behind nginx: a zipped shapefile uploaded through the balancer is staged in the
+object store (no folder is shared) and imported by the Celery worker into PostGIS, and then each
+node, asked directly, serves it in every service (WMS, WFS, vector tiles, CSW, the catalogue
+page) without a copy of the data in its own data folder; a GeoTIFF is imported into the object
+store as its COG, and each node draws, cuts, tiles and serves it from there, the same bytes, with
+no copy on any machine's disk.
 nginx forwards the public address, spreads requests over both nodes and, when one node is
 stopped, answers every idempotent request from the other; both nodes report to monitoring."""
 
@@ -103,15 +104,17 @@ def test_every_service_of_each_node_serves_what_the_worker_imported(cluster, roa
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
-def test_no_node_keeps_the_data_in_its_own_folder(cluster, roads, elevation):
-    for node in ("a", "b"):
-        kept = sorted(str(p.relative_to(cluster.data_dirs[node]))
-                      for p in cluster.data_dirs[node].rglob("*") if p.is_file())
-        assert kept == [], f"node {node} keeps {kept}"
-    # The worker converted the raster on its own disk, then uploaded it: no copy stays.
-    converted = [p for p in cluster.data_dirs["worker"].rglob("*") if p.suffix.lower() in (".tif", ".tiff")]
-    assert converted == []
-    assert [p for p in cluster.upload_dir.rglob("*") if p.is_file()] == []  # cleaned after import
+def test_no_node_keeps_the_data_in_its_own_folder(cluster, object_store, roads, elevation):
+    # The worker copied each staged upload and converted the raster on its own disk, then
+    # uploaded the COG: no copy stays there either.
+    for name in ("a", "b", "worker"):
+        kept = sorted(str(p.relative_to(cluster.data_dirs[name]))
+                      for p in cluster.data_dirs[name].rglob("*") if p.is_file())
+        assert kept == [], f"{name} keeps {kept}"
+    # Both uploads were staged in the bucket, through no shared folder, and removed after import.
+    server, bucket = object_store
+    assert cluster.upload_dir is None
+    assert [key for key in server.keys(bucket) if key.startswith("site/uploads/")] == []
 
 
 def test_nginx_forwards_the_public_address_and_uses_both_nodes(cluster, through_nginx, roads):

@@ -3,10 +3,12 @@
 the catalogue and PostGIS as the vector datastore, one shared ``SECRET_KEY``.
 
 Each process has a ``DATA_DIR`` of its own, empty at start, as if on a machine of its own; what
-they share goes through the database, the datastore, the broker and the staging folder of
-uploads (``UPLOAD_DIR``, a network mount in a real deployment). nginx runs unprivileged from a
-prefix folder of its own (``nginx -p DIR -c nginx.conf``), retries idempotent requests on the
-other node when one fails, and forwards the client's address, scheme and host.
+they share goes through the database, the datastore, the broker and the object store, where
+uploads wait for their import too. Without an object store's settings the uploads are staged in
+one ``UPLOAD_DIR`` folder every process is given (a network mount in a real deployment), and
+rasters and documents stay on the disk of the process that wrote them. nginx runs unprivileged
+from a prefix folder of its own (``nginx -p DIR -c nginx.conf``), retries idempotent requests
+on the other node when one fails, and forwards the client's address, scheme and host.
 
 Used by ``tests/cluster/`` and by ``bench/cluster/run.py`` (a cluster for people to try, and the
 soak with a node restart).
@@ -181,7 +183,7 @@ class Cluster:
     broker_url: str
     secret_key: str
     data_dirs: dict[str, Path]
-    upload_dir: Path
+    upload_dir: Path | None  # the shared staging folder, only without an object store
     root: Path
 
     @property
@@ -209,7 +211,7 @@ class Cluster:
         lines += [f"node {name}       {node.url}  DATA_DIR {self.data_dirs[name]}"
                   for name, node in self.nodes.items()]
         lines += [f"worker       DATA_DIR {self.data_dirs['worker']}",
-                  f"uploads      {self.upload_dir}",
+                  f"uploads      {self.upload_dir or 'staged in the object store'}",
                   f"catalogue    {self.database_url}", f"datastore    {self.datastore_url}",
                   f"broker       {self.broker_url}",
                   f"admin        {self.a.env['CARTOTHECA_ADMIN_USER']} / "
@@ -276,14 +278,12 @@ def running_cluster(root: Path, *, settings: Mapping[str, str] | None = None,
         datastore_url = stack.enter_context(postgres_database("cluster_store", postgis=True))
         broker_url = stack.enter_context(rabbitmq_vhost("cartotheca_cluster"))
         secret_key = uuid.uuid4().hex + uuid.uuid4().hex
-        upload_dir = root / "shared-uploads"
-        upload_dir.mkdir(exist_ok=True)
         common = outside_environment()
         common.update({
             "CARTOTHECA_DATABASE_URL": database_url, "CARTOTHECA_STORAGE_BACKEND": "postgis",
             "CARTOTHECA_DATASTORE_URL": datastore_url, "CARTOTHECA_TASK_BACKEND": "celery",
             "CARTOTHECA_CELERY_BROKER_URL": broker_url, "CARTOTHECA_SECRET_KEY": secret_key,
-            "CARTOTHECA_UPLOAD_DIR": str(upload_dir), "CARTOTHECA_ADMIN_USER": ADMIN_USER,
+            "CARTOTHECA_ADMIN_USER": ADMIN_USER,
             "CARTOTHECA_ADMIN_PASSWORD": ADMIN_PASSWORD, "CARTOTHECA_LOG_LEVEL": "warning",
             # A cheap password hash: the cluster's tests and soaks log in often.
             "CARTOTHECA_PASSWORD_HASH_TIME_COST": "1", "CARTOTHECA_PASSWORD_HASH_MEMORY_KIB": "1024",
@@ -291,6 +291,11 @@ def running_cluster(root: Path, *, settings: Mapping[str, str] | None = None,
         })
         common.update(object_store_settings())
         common.update({f"CARTOTHECA_{k}": v for k, v in (settings or {}).items()})
+        upload_dir = None
+        if not common.get("CARTOTHECA_OBJECT_STORE_URL"):
+            upload_dir = root / "shared-uploads"
+            upload_dir.mkdir(exist_ok=True)
+            common["CARTOTHECA_UPLOAD_DIR"] = str(upload_dir)
 
         data_dirs = {name: root / f"data-{name}" for name in ("a", "b", "worker")}
         for path in data_dirs.values():
