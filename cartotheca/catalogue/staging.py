@@ -107,7 +107,7 @@ class FolderStaging:
     def open(self, relative: str) -> ObjectWriter:
         target = self.folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        return _FileWriter(target.open("xb"))
+        return _PartFile(target.open("xb"))
 
     def size(self, relative: str) -> int:
         return (self.folder / relative).stat().st_size
@@ -128,7 +128,9 @@ class FolderStaging:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-class _FileWriter:
+class _PartFile:
+    """A received part written straight into its file (the folder is the staging)."""
+
     def __init__(self, handle: IO[bytes]):
         self.handle = handle
 
