@@ -245,6 +245,7 @@ def start_server(settings, port: int) -> tuple[subprocess.Popen, dict[str, float
     cmd = [sys.executable, "-m", "cartotheca.cli", "serve", "--host", "127.0.0.1",
            "--port", str(port), "--workers", "1"]
     log_path = Path(settings.DATA_DIR) / "server.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
