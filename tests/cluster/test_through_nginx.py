@@ -1,7 +1,8 @@
 """The cluster behind nginx: a zipped shapefile uploaded through the balancer is staged in the
 object store (no folder is shared) and imported by the Celery worker into PostGIS, and then each
 node, asked directly, serves it in every service (WMS, WFS, vector tiles, CSW, the catalogue
-page) without a copy of the data in its own data folder; a GeoTIFF is imported into the object
+page) without a copy of the data in its own data folder; a PDF document uploaded through the
+balancer is downloaded from each node, whole and by byte range; a GeoTIFF is imported into the object
 store as its COG, and each node draws, cuts, tiles and serves it from there, the same bytes, with
 no copy on any machine's disk.
 nginx forwards the public address, spreads requests over both nodes and, when one node is
@@ -16,6 +17,7 @@ import httpx
 import pytest
 from lxml import etree
 
+from tests.api.routes.document_samples import pdf_bytes
 from tests.geodata import fixtures as fx
 from tests.support.cluster_data import upload
 from tests.support.pixels import pixels
@@ -104,7 +106,33 @@ def test_every_service_of_each_node_serves_what_the_worker_imported(cluster, roa
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
 
-def test_no_node_keeps_the_data_in_its_own_folder(cluster, object_store, roads, elevation):
+PDF = pdf_bytes()
+
+
+@pytest.fixture(scope="module")
+def report(through_nginx) -> dict:
+    """A PDF document uploaded through nginx."""
+    answer = through_nginx.post("api/v2/documents",
+                                files={"doc_file": ("report.pdf", PDF, "application/pdf")})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["document"]
+
+
+@pytest.mark.parametrize("node", ["a", "b"])
+def test_each_node_serves_the_document_whole_and_by_range(cluster, object_store, report, node):
+    server, bucket = object_store
+    assert f"site/documents/{report['uuid']}/report.pdf" in server.keys(bucket)
+    with httpx.Client(base_url=cluster.nodes[node].url, timeout=60) as client:
+        whole = client.get(f"documents/{report['pk']}/download")
+        assert whole.status_code == 200 and whole.content == PDF, whole.text[:300]
+        part = client.get(f"documents/{report['pk']}/download", headers={"Range": "bytes=5-14"})
+        assert part.status_code == 206 and part.content == PDF[5:15]
+        assert part.headers["content-range"] == f"bytes 5-14/{len(PDF)}"
+        thumbnail = client.get(f"thumbnails/{report['uuid']}.png")
+        assert thumbnail.status_code == 200 and thumbnail.content.startswith(b"\x89PNG")
+
+
+def test_no_node_keeps_the_data_in_its_own_folder(cluster, object_store, roads, elevation, report):
     # The worker copied each staged upload and converted the raster on its own disk, then
     # uploaded the COG: no copy stays there either.
     for name in ("a", "b", "worker"):
