@@ -104,6 +104,10 @@ def test_every_service_of_each_node_serves_what_the_worker_imported(cluster, roa
         assert roads["title"] in titles
         page = client.get("catalogue/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        download = client.get(f"datasets/{alternate}/dataset_download")
+        assert download.status_code == 200 and len(download.content) > 0, download.text[:300]
+        thumbnail = client.get(f"thumbnails/{roads['uuid']}.png")
+        assert thumbnail.status_code == 200 and thumbnail.content.startswith(b"\x89PNG")
 
 
 PDF = pdf_bytes()
