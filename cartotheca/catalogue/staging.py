@@ -13,6 +13,7 @@ retry or the clean-up of an abandoned import reads it wherever it runs.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import shutil
@@ -49,8 +50,6 @@ class Staging(Protocol):
 
     def open(self, relative: str) -> ObjectWriter: ...
 
-    def size(self, relative: str) -> int: ...
-
     def open_file(self, relative: str) -> BinaryIO: ...
 
     def local_path(self, relative: str) -> Path | None:
@@ -79,11 +78,19 @@ class StagedPart:
 
     def read_xml(self, what: str) -> str:
         with self.staging.open_file(self.relative) as handle:
-            return xmlsafe.read_file(handle, self.staging.size(self.relative), what)
+            return xmlsafe.read_file(handle, _size(handle), what)
 
     def check_archive(self, limits: archives.ArchiveLimits) -> list[zipfile.ZipInfo]:
         with self.staging.open_file(self.relative) as handle:
-            return archives.check_file(handle, self.name, self.staging.size(self.relative), limits)
+            return archives.check_file(handle, self.name, _size(handle), limits)
+
+
+def _size(handle: BinaryIO) -> int:
+    """The size of an open, seekable file, which is left at its start: the opened object knows
+    it already (a stored object's size came with its opening, no request more)."""
+    size = handle.seek(0, io.SEEK_END)
+    handle.seek(0)
+    return size
 
 
 def for_upload(settings: Settings, token: str) -> Staging:
@@ -108,9 +115,6 @@ class FolderStaging:
         target = self.folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         return _PartFile(target.open("xb"))
-
-    def size(self, relative: str) -> int:
-        return (self.folder / relative).stat().st_size
 
     def open_file(self, relative: str) -> BinaryIO:
         return (self.folder / relative).open("rb")
@@ -159,12 +163,6 @@ class StoreStaging:
 
     def open(self, relative: str) -> ObjectWriter:
         return self.files.open_writer(self.prefix + relative)
-
-    def size(self, relative: str) -> int:
-        info = self.files.stat(self.prefix + relative)
-        if info is None:
-            raise FileNotFoundError(relative)
-        return info.size
 
     def open_file(self, relative: str) -> BinaryIO:
         return self.files.open_file(self.prefix + relative)
